@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The settings table, the value parsers and the ini file reader.
+ *
+ * Strict by design: an unknown section or key, a malformed or out-of-range
+ * value stops start-up with one line naming the place and the problem.  A
+ * mounting daemon should not guess.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "log.h"
+
+enum ufs_opt_type {
+	UFS_OPT_BOOL,
+	UFS_OPT_UINT,
+	UFS_OPT_SIZE,
+	UFS_OPT_SECONDS,
+	UFS_OPT_ENUM,
+	UFS_OPT_NAME,
+	UFS_OPT_CPULIST,
+};
+
+struct ufs_opt {
+	const char *key;
+	const char *section;
+	enum ufs_opt_type type;
+	size_t off;
+	unsigned long long min, max;	/* UINT, SIZE; SECONDS uses them as whole seconds */
+	const char *const *choices;	/* ENUM: index is the value */
+	const char *def;
+};
+
+static const char *const switch_names[] = { "auto", "on", "off", NULL };
+static const char *const cfr_names[] = { "auto", "ring", "thread", "sync", NULL };
+static const char *const rdp_names[] = { "off", "on", "auto", NULL };
+static const char *const xattr_policy_names[] = { "allow", "deny", NULL };
+static const char *const handles_names[] = { "never", "prefer", "mandatory", NULL };
+/* Indexed by syslog priority, the value of enum ufs_log_level. */
+static const char *const log_names[] = { "", "", "", "error", "warn", "", "info", "debug", NULL };
+
+#define OPT(k, s, t, field, lo, hi, ch, d)                                                         \
+	{                                                                                          \
+		.key = k, .section = s, .type = t, .off = offsetof(struct ufs_config, field),      \
+		.min = lo, .max = hi, .choices = ch, .def = d                                      \
+	}
+#define BOOL(k, s, field, d) OPT(k, s, UFS_OPT_BOOL, field, 0, 1, NULL, d)
+#define ENUM(k, s, field, ch, d) OPT(k, s, UFS_OPT_ENUM, field, 0, 0, ch, d)
+
+static const struct ufs_opt opts[] = {
+	ENUM("log_level", "general", log_level, log_names, "info"),
+	OPT("stats_file", "general", UFS_OPT_NAME, stats_file, 0, 0, NULL, ".uringfs"),
+
+	OPT("workers", "workers", UFS_OPT_UINT, workers, 0, 256, NULL, "0"),
+	OPT("cpus", "workers", UFS_OPT_CPULIST, cpus, 0, 0, NULL, ""),
+	OPT("queue_depth", "workers", UFS_OPT_UINT, queue_depth, 1, 1024, NULL, "16"),
+	ENUM("io_uring", "workers", io_uring, switch_names, "auto"),
+	ENUM("zero_copy", "workers", zero_copy, switch_names, "auto"),
+	OPT("bufpool_buffers", "workers", UFS_OPT_UINT, bufpool_buffers, 0, 4096, NULL, "0"),
+	ENUM("copy_file_range", "workers", copy_file_range, cfr_names, "auto"),
+
+	OPT("max_write", "fuse", UFS_OPT_SIZE, max_write, 4096, 16 << 20, NULL, "1M"),
+	OPT("attr_timeout", "fuse", UFS_OPT_SECONDS, attr_timeout, 0, 86400, NULL, "1"),
+	OPT("entry_timeout", "fuse", UFS_OPT_SECONDS, entry_timeout, 0, 86400, NULL, "1"),
+	OPT("negative_timeout", "fuse", UFS_OPT_SECONDS, negative_timeout, 0, 86400, NULL, "0"),
+	OPT("request_timeout", "fuse", UFS_OPT_UINT, request_timeout, 0, 65535, NULL, "0"),
+	BOOL("writeback_cache", "fuse", writeback_cache, "off"),
+	BOOL("keep_cache", "fuse", keep_cache, "off"),
+	BOOL("allow_other", "fuse", allow_other, "off"),
+	BOOL("default_permissions", "fuse", default_permissions, "on"),
+	BOOL("posix_acl", "fuse", posix_acl, "off"),
+	BOOL("posix_locks", "fuse", posix_locks, "on"),
+	BOOL("flock_locks", "fuse", flock_locks, "on"),
+	ENUM("readdirplus", "fuse", readdirplus, rdp_names, "auto"),
+	BOOL("killpriv_v2", "fuse", killpriv_v2, "on"),
+	BOOL("export_support", "fuse", export_support, "on"),
+	BOOL("cache_symlinks", "fuse", cache_symlinks, "on"),
+	BOOL("parallel_dirops", "fuse", parallel_dirops, "on"),
+	BOOL("async_read", "fuse", async_read, "on"),
+
+	BOOL("xattr", "backing", xattr, "on"),
+	ENUM("xattr_trusted", "backing", xattr_trusted, xattr_policy_names, "deny"),
+	ENUM("xattr_security", "backing", xattr_security, xattr_policy_names, "allow"),
+	BOOL("backing_direct_io", "backing", backing_direct_io, "on"),
+	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),
+	OPT("fd_cache", "backing", UFS_OPT_UINT, fd_cache, 16, 1 << 20, NULL, "4096"),
+};
+
+#define OPT_COUNT (sizeof(opts) / sizeof(opts[0]))
+_Static_assert(OPT_COUNT <= sizeof(((struct ufs_config *)0)->source), "source[] too small");
+
+static const char *const source_names[] = {
+	[UFS_SRC_DEFAULT] = "default",
+	[UFS_SRC_FILE] = "file",
+	[UFS_SRC_MOUNT_OPT] = "-o",
+	[UFS_SRC_CMDLINE] = "command line",
+};
+
+static void error_set(struct ufs_config_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void error_set(struct ufs_config_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
+static const struct ufs_opt *opt_find(const char *key, size_t *index)
+{
+	for (size_t i = 0; i < OPT_COUNT; i++) {
+		if (!strcmp(opts[i].key, key)) {
+			*index = i;
+			return &opts[i];
+		}
+	}
+	return NULL;
+}
+
+const char *ufs_config_key_at(size_t i)
+{
+	return i < OPT_COUNT ? opts[i].key : NULL;
+}
+
+static int parse_bool(const char *text, bool *out)
+{
+	static const char *const yes[] = { "on", "yes", "true", "1" };
+	static const char *const no[] = { "off", "no", "false", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(text, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(text, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* A decimal number with an optional K, M or G (binary) suffix. */
+static int parse_size(const char *text, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 'K':
+		v <<= 10, end++;
+		break;
+	case 'M':
+		v <<= 20, end++;
+		break;
+	case 'G':
+		v <<= 30, end++;
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (end[0] == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *text, unsigned long long *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(text, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static int parse_seconds(const char *text, double *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]) && text[0] != '.')
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(text, &end);
+	if (errno || *end || !isfinite(*out))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * "0-3,8,10-11".  ':' is accepted as a separator too, because commas
+ * already separate -o options.
+ */
+int ufs_parse_cpulist(const char *text, cpu_set_t *set, unsigned int *count)
+{
+	const char *p = text;
+
+	CPU_ZERO(set);
+	*count = 0;
+	while (*p) {
+		unsigned long lo, hi;
+		char *end;
+
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		lo = strtoul(p, &end, 10);
+		hi = lo;
+		if (*end == '-') {
+			p = end + 1;
+			if (!isdigit((unsigned char)*p))
+				return -EINVAL;
+			hi = strtoul(p, &end, 10);
+		}
+		if (lo > hi || hi >= UFS_CPUS_MAX)
+			return -ERANGE;
+		for (unsigned long c = lo; c <= hi; c++) {
+			if (!CPU_ISSET(c, set))
+				(*count)++;
+			CPU_SET(c, set);
+		}
+		p = end;
+		if (*p == ',' || *p == ':') {
+			p++;
+			if (!*p)
+				return -EINVAL;
+		} else if (*p) {
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void *field(struct ufs_config *cfg, const struct ufs_opt *o)
+{
+	return (char *)cfg + o->off;
+}
+
+static const void *field_const(const struct ufs_config *cfg, const struct ufs_opt *o)
+{
+	return (const char *)cfg + o->off;
+}
+
+static void choices_text(const struct ufs_opt *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; o->choices[i] && n < len; i++) {
+		if (!o->choices[i][0])
+			continue;
+		n += snprintf(buf + n, len - n, "%s%s", n ? ", " : "", o->choices[i]);
+	}
+}
+
+static int set_enum(const struct ufs_opt *o, int *dst, const char *value,
+		    struct ufs_config_error *err)
+{
+	char list[128];
+
+	for (int i = 0; o->choices[i]; i++) {
+		if (o->choices[i][0] && !strcasecmp(o->choices[i], value)) {
+			*dst = i;
+			return 0;
+		}
+	}
+	choices_text(o, list, sizeof(list));
+	error_set(err, "%s=%s: expected one of %s", o->key, value, list);
+	return -EINVAL;
+}
+
+/* A file name for the control file: one path component, or "" / "off". */
+static int set_name(const struct ufs_opt *o, char *dst, const char *value,
+		    struct ufs_config_error *err)
+{
+	size_t len = strlen(value);
+
+	if (!strcasecmp(value, "off") || !len) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (len > NAME_MAX || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, "..")) {
+		error_set(err, "%s=%s: expected a file name (no '/', at most %d bytes) or off",
+			  o->key, value, NAME_MAX);
+		return -EINVAL;
+	}
+	memcpy(dst, value, len + 1);
+	return 0;
+}
+
+static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char *value,
+		     struct ufs_config_error *err)
+{
+	unsigned long long n;
+	double secs;
+	bool b;
+	int ret;
+
+	switch (o->type) {
+	case UFS_OPT_BOOL:
+		if (parse_bool(value, &b)) {
+			error_set(err, "%s=%s: expected on or off", o->key, value);
+			return -EINVAL;
+		}
+		*(bool *)field(cfg, o) = b;
+		return 0;
+	case UFS_OPT_UINT:
+	case UFS_OPT_SIZE:
+		ret = o->type == UFS_OPT_UINT ? parse_uint(value, &n) : parse_size(value, &n);
+		if (ret) {
+			error_set(err, "%s=%s: expected a %s", o->key, value,
+				  o->type == UFS_OPT_UINT ? "whole number" : "size such as 128K or 1M");
+			return -EINVAL;
+		}
+		if (n < o->min || n > o->max) {
+			error_set(err, "%s=%s: out of range %llu..%llu", o->key, value, o->min,
+				  o->max);
+			return -EINVAL;
+		}
+		*(unsigned int *)field(cfg, o) = n;
+		return 0;
+	case UFS_OPT_SECONDS:
+		if (parse_seconds(value, &secs)) {
+			error_set(err, "%s=%s: expected seconds such as 1 or 0.5", o->key, value);
+			return -EINVAL;
+		}
+		if (secs < o->min || secs > o->max) {
+			error_set(err, "%s=%s: out of range %llu..%llu seconds", o->key, value,
+				  o->min, o->max);
+			return -EINVAL;
+		}
+		*(double *)field(cfg, o) = secs;
+		return 0;
+	case UFS_OPT_ENUM:
+		return set_enum(o, field(cfg, o), value, err);
+	case UFS_OPT_NAME:
+		return set_name(o, field(cfg, o), value, err);
+	case UFS_OPT_CPULIST:
+		if (strlen(value) >= sizeof(cfg->cpus) ||
+		    ufs_parse_cpulist(value, &cfg->cpu_set, &cfg->cpu_count)) {
+			error_set(err, "%s=%s: expected a CPU list such as 0-3:6 (CPUs below %d)",
+				  o->key, value, UFS_CPUS_MAX);
+			return -EINVAL;
+		}
+		strcpy(cfg->cpus, value);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
+		   enum ufs_source src, struct ufs_config_error *err)
+{
+	const struct ufs_opt *o;
+	size_t index;
+	int ret;
+
+	o = opt_find(key, &index);
+	if (!o) {
+		error_set(err, "unknown key '%s'", key);
+		return -ENOENT;
+	}
+	/* A bare boolean key ("allow_other") means on. */
+	if (!value) {
+		if (o->type != UFS_OPT_BOOL) {
+			error_set(err, "%s: needs a value (%s=...)", key, key);
+			return -EINVAL;
+		}
+		value = "on";
+	}
+	/* A lower-precedence source never overrides a higher one. */
+	if (cfg->source[index] > src)
+		return 0;
+	ret = set_value(cfg, o, value, err);
+	if (!ret)
+		cfg->source[index] = src;
+	return ret;
+}
+
+void ufs_config_defaults(struct ufs_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < OPT_COUNT; i++) {
+		if (set_value(cfg, &opts[i], opts[i].def, NULL))
+			abort(); /* a broken default is a build bug */
+	}
+	snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", UFS_DEFAULT_CONFIG);
+}
+
+struct ini_ctx {
+	struct ufs_config *cfg;
+	struct ufs_config_error err;
+};
+
+static bool section_known(const char *section)
+{
+	for (size_t i = 0; i < OPT_COUNT; i++) {
+		if (!strcmp(opts[i].section, section))
+			return true;
+	}
+	return false;
+}
+
+static int config_ini_handler(void *user, const char *section, const char *key, const char *value)
+{
+	struct ini_ctx *ctx = user;
+	const struct ufs_opt *o;
+	size_t index;
+
+	if (section[0] && !section_known(section)) {
+		error_set(&ctx->err, "unknown section [%s]", section);
+		return 0;
+	}
+	o = opt_find(key, &index);
+	if (!o) {
+		error_set(&ctx->err, "unknown key '%s' in [%s]", key, section);
+		return 0;
+	}
+	if (strcmp(o->section, section)) {
+		error_set(&ctx->err, "key '%s' belongs in [%s], not [%s]", key, o->section,
+			  section[0] ? section : "(no section)");
+		return 0;
+	}
+	if (!value || !value[0]) {
+		error_set(&ctx->err, "%s: empty value", key);
+		return 0;
+	}
+	return ufs_config_set(ctx->cfg, key, value, UFS_SRC_FILE, &ctx->err) ? 0 : 1;
+}
+
+int ufs_config_load_file(struct ufs_config *cfg, const char *path, struct ufs_config_error *err)
+{
+	struct ini_ctx ctx = { .cfg = cfg };
+	FILE *f;
+	int line;
+
+	f = fopen(path, "re");
+	if (!f) {
+		int e = errno;
+
+		error_set(err, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	line = ini_parse_file(f, config_ini_handler, &ctx);
+	fclose(f);
+	if (line > 0) {
+		/* inih stops at a syntax error without calling us: say so. */
+		if (!ctx.err.msg[0])
+			snprintf(ctx.err.msg, sizeof(ctx.err.msg),
+				 "syntax error (expected [section] or key = value)");
+		error_set(err, "%s:%d: %s", path, line, ctx.err.msg);
+		return -EINVAL;
+	}
+	if (line < 0) {
+		error_set(err, "%s: cannot read file", path);
+		return -EIO;
+	}
+	return 0;
+}
+
+int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
+{
+	if (cfg->max_write % 4096) {
+		error_set(err, "max_write=%u: must be a multiple of 4096", cfg->max_write);
+		return -EINVAL;
+	}
+	if (cfg->request_timeout && cfg->request_timeout < 15) {
+		/* The kernel checks every 15 s and never times out sooner. */
+		error_set(err, "request_timeout=%u: must be 0 (off) or at least 15 seconds",
+			  cfg->request_timeout);
+		return -EINVAL;
+	}
+	if (cfg->bufpool_buffers && cfg->bufpool_buffers < cfg->queue_depth) {
+		error_set(err,
+			  "bufpool_buffers=%u: must be 0 (= queue_depth) or at least queue_depth=%u",
+			  cfg->bufpool_buffers, cfg->queue_depth);
+		return -EINVAL;
+	}
+	if (cfg->zero_copy == UFS_SWITCH_ON && cfg->io_uring == UFS_SWITCH_OFF) {
+		error_set(err, "zero_copy=on needs io_uring (io_uring=off given)");
+		return -EINVAL;
+	}
+	if (cfg->copy_file_range == UFS_CFR_RING && cfg->io_uring == UFS_SWITCH_OFF) {
+		error_set(err, "copy_file_range=ring needs io_uring (io_uring=off given)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void print_value(const struct ufs_config *cfg, const struct ufs_opt *o, FILE *out)
+{
+	const void *p = field_const(cfg, o);
+
+	switch (o->type) {
+	case UFS_OPT_BOOL:
+		fputs(*(const bool *)p ? "on" : "off", out);
+		break;
+	case UFS_OPT_UINT:
+	case UFS_OPT_SIZE:
+		fprintf(out, "%u", *(const unsigned int *)p);
+		break;
+	case UFS_OPT_SECONDS:
+		fprintf(out, "%g", *(const double *)p);
+		break;
+	case UFS_OPT_ENUM:
+		fputs(o->choices[*(const int *)p], out);
+		break;
+	case UFS_OPT_NAME:
+		fputs(*(const char *)p ? (const char *)p : "off", out);
+		break;
+	case UFS_OPT_CPULIST:
+		fputs(cfg->cpus[0] ? cfg->cpus : "(none)", out);
+		break;
+	}
+}
+
+void ufs_config_print(const struct ufs_config *cfg, FILE *out)
+{
+	const char *section = "";
+
+	fprintf(out, "# configuration file: %s\n", cfg->config_path);
+	for (size_t i = 0; i < OPT_COUNT; i++) {
+		if (strcmp(section, opts[i].section)) {
+			section = opts[i].section;
+			fprintf(out, "[%s]\n", section);
+		}
+		fprintf(out, "%s = ", opts[i].key);
+		print_value(cfg, &opts[i], out);
+		fprintf(out, "\t# %s\n", source_names[cfg->source[i]]);
+	}
+}
+
+const char *ufs_switch_name(int value)
+{
+	return switch_names[value];
+}
+
+const char *ufs_cfr_mode_name(int value)
+{
+	return cfr_names[value];
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Settings.  One table (config.c) describes every key: its section in the
+ * ini file, type, range and default.  The same key is accepted in the file,
+ * as a -o mount option and, for a few, as a command-line switch.  Precedence:
+ * command line, then -o, then the file, then the built-in default.
+ */
+#ifndef UFS_CONFIG_H
+#define UFS_CONFIG_H
+
+#include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define UFS_DEFAULT_CONFIG SYSCONFDIR "/uringfs/uringfs.conf"
+
+enum ufs_switch {
+	UFS_SWITCH_AUTO,
+	UFS_SWITCH_ON,
+	UFS_SWITCH_OFF,
+};
+
+enum ufs_cfr_mode {
+	UFS_CFR_AUTO,
+	UFS_CFR_RING,
+	UFS_CFR_THREAD,
+	UFS_CFR_SYNC,
+};
+
+enum ufs_readdirplus {
+	UFS_RDP_OFF,
+	UFS_RDP_ON,
+	UFS_RDP_AUTO,
+};
+
+enum ufs_xattr_policy {
+	UFS_XATTR_ALLOW,
+	UFS_XATTR_DENY,
+};
+
+enum ufs_inode_handles {
+	UFS_HANDLES_NEVER,
+	UFS_HANDLES_PREFER,
+	UFS_HANDLES_MANDATORY,
+};
+
+/* Where the effective value of a key came from (--print-config). */
+enum ufs_source {
+	UFS_SRC_DEFAULT,
+	UFS_SRC_FILE,
+	UFS_SRC_MOUNT_OPT,
+	UFS_SRC_CMDLINE,
+};
+
+#define UFS_CPUS_MAX 1024
+
+struct ufs_config {
+	/* [general] */
+	int log_level;			/* enum ufs_log_level */
+	char stats_file[NAME_MAX + 1];	/* control file name at the root, "" = off */
+
+	/* [workers] */
+	unsigned int workers;		/* 0: one per online CPU */
+	char cpus[256];			/* CPU list text, "" = no pinning */
+	cpu_set_t cpu_set;		/* parsed cpus */
+	unsigned int cpu_count;
+	unsigned int queue_depth;
+	int io_uring;			/* enum ufs_switch */
+	int zero_copy;			/* enum ufs_switch */
+	unsigned int bufpool_buffers;	/* per queue; 0: queue_depth */
+	int copy_file_range;		/* enum ufs_cfr_mode */
+
+	/* [fuse] */
+	unsigned int max_write;
+	double attr_timeout;
+	double entry_timeout;
+	double negative_timeout;
+	unsigned int request_timeout;	/* seconds, 0: none */
+	bool writeback_cache;
+	bool keep_cache;
+	bool allow_other;
+	bool default_permissions;
+	bool posix_acl;
+	bool posix_locks;
+	bool flock_locks;
+	int readdirplus;		/* enum ufs_readdirplus */
+	bool killpriv_v2;
+	bool export_support;
+	bool cache_symlinks;
+	bool parallel_dirops;
+	bool async_read;
+
+	/* [backing] */
+	bool xattr;
+	int xattr_trusted;		/* enum ufs_xattr_policy */
+	int xattr_security;		/* enum ufs_xattr_policy */
+	bool backing_direct_io;
+	int inode_handles;		/* enum ufs_inode_handles */
+	unsigned int fd_cache;		/* descriptors kept for handle-backed inodes */
+
+	/* Not settings: bookkeeping. */
+	char config_path[PATH_MAX];
+	bool config_path_explicit;
+	unsigned char source[64];	/* enum ufs_source per table index */
+};
+
+struct ufs_config_error {
+	char msg[512];
+};
+
+void ufs_config_defaults(struct ufs_config *cfg);
+
+/*
+ * Set one key.  Returns 0, -ENOENT for an unknown key, or -EINVAL for a bad
+ * value; err then holds "what is wrong" without a location prefix.
+ */
+int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
+		   enum ufs_source src, struct ufs_config_error *err);
+
+/*
+ * Load an ini file.  Returns 0, -ENOENT if the file does not exist, or
+ * -EINVAL with err = "FILE:LINE: what is wrong".
+ */
+int ufs_config_load_file(struct ufs_config *cfg, const char *path, struct ufs_config_error *err);
+
+/* Checks across keys; err names the keys involved.  Returns 0 or -EINVAL. */
+int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err);
+
+void ufs_config_print(const struct ufs_config *cfg, FILE *out);
+
+/* Name of the key at table index i, or NULL past the end (docs tests). */
+const char *ufs_config_key_at(size_t i);
+
+int ufs_parse_cpulist(const char *text, cpu_set_t *set, unsigned int *count);
+const char *ufs_switch_name(int value);
+const char *ufs_cfr_mode_name(int value);
+
+#endif /* UFS_CONFIG_H */

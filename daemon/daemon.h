@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The daemon: one mounted file system, its connection, and its workers.
+ */
+#ifndef UFS_DAEMON_H
+#define UFS_DAEMON_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "config.h"
+#include "fs.h"
+#include "mount.h"
+#include "session.h"
+#include "worker.h"
+
+enum ufs_transport {
+	UFS_TRANSPORT_DEV,
+	UFS_TRANSPORT_URING,
+};
+
+struct ufs_uring;
+
+struct ufs_daemon {
+	struct ufs_config cfg;
+	struct ufs_mount_opts mount_opts;
+	const char *source;
+	const char *mountpoint;
+	bool foreground;
+
+	struct ufs_mount mnt;
+	int fuse_fd;			/* the connection (libfuse's descriptor) */
+	unsigned int conn_id;		/* /sys/fs/fuse/connections/<id> */
+	struct ufs_conn conn;
+	struct ufs_fs fs;
+	enum ufs_transport transport;
+	struct ufs_uring *uring;	/* io_uring transport state, or NULL */
+	const char *queue_mode;		/* "per-entry", "bufpool", or "-" on /dev/fuse */
+	const char *zero_copy_state;	/* "on", "eperm", "einval", "off" */
+	const char *cfr_mode;
+
+	unsigned int nworkers;		/* workers serving requests */
+	struct ufs_worker *workers;
+	struct ufs_worker dev_reader;	/* io_uring: the /dev/fuse reader */
+
+	bool stopping;			/* workers: leave on the next wake-up */
+	int event_fd;			/* workers tell the main loop the connection ended */
+	int workers_running;		/* protected by atomics */
+	int worker_error;
+	struct timespec started;
+};
+
+/* A worker stopped: the connection ended (error 0) or it failed (-errno). */
+void ufs_daemon_worker_exited(struct ufs_daemon *d, int error);
+
+/* The `name value` lines of the control file and SIGUSR1; caller frees. */
+char *ufs_stats_text(struct ufs_daemon *d, size_t *len);
+
+/* Sum of all workers' counters. */
+void ufs_stats_total(struct ufs_daemon *d, struct ufs_stats *total);
+
+#endif /* UFS_DAEMON_H */

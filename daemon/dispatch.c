@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Protocol dispatch: decode, find the inode, run the handler, reply.  The
+ * same path serves every transport.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "decode.h"
+#include "dispatch.h"
+#include "fs.h"
+#include "log.h"
+#include "worker.h"
+
+typedef ssize_t (*ufs_handler_fn)(struct ufs_fs *fs, struct ufs_req *req);
+
+#define H(code, op) [code] = ufs_op_##op
+
+static const ufs_handler_fn handlers[] = {
+	H(FUSE_LOOKUP, lookup),
+	H(FUSE_FORGET, forget),
+	H(FUSE_GETATTR, getattr),
+	H(FUSE_SETATTR, setattr),
+	H(FUSE_READLINK, readlink),
+	H(FUSE_SYMLINK, symlink),
+	H(FUSE_MKNOD, mknod),
+	H(FUSE_MKDIR, mkdir),
+	H(FUSE_UNLINK, unlink),
+	H(FUSE_RMDIR, rmdir),
+	H(FUSE_RENAME, rename),
+	H(FUSE_LINK, link),
+	H(FUSE_OPEN, open),
+	H(FUSE_READ, read),
+	H(FUSE_WRITE, write),
+	H(FUSE_STATFS, statfs),
+	H(FUSE_RELEASE, release),
+	H(FUSE_FSYNC, fsync),
+	H(FUSE_SETXATTR, setxattr),
+	H(FUSE_GETXATTR, getxattr),
+	H(FUSE_LISTXATTR, listxattr),
+	H(FUSE_REMOVEXATTR, removexattr),
+	H(FUSE_FLUSH, flush),
+	H(FUSE_OPENDIR, opendir),
+	H(FUSE_READDIR, readdir),
+	H(FUSE_RELEASEDIR, releasedir),
+	H(FUSE_FSYNCDIR, fsyncdir),
+	H(FUSE_GETLK, getlk),
+	H(FUSE_SETLK, setlk),
+	H(FUSE_SETLKW, setlkw),
+	H(FUSE_ACCESS, access),
+	H(FUSE_CREATE, create),
+	H(FUSE_INTERRUPT, interrupt),
+	H(FUSE_BMAP, bmap),
+	H(FUSE_DESTROY, destroy),
+	H(FUSE_IOCTL, ioctl),
+	H(FUSE_POLL, poll),
+	H(FUSE_BATCH_FORGET, batch_forget),
+	H(FUSE_FALLOCATE, fallocate),
+	H(FUSE_READDIRPLUS, readdirplus),
+	H(FUSE_RENAME2, rename2),
+	H(FUSE_LSEEK, lseek),
+	H(FUSE_COPY_FILE_RANGE, copy_file_range),
+	H(FUSE_SYNCFS, syncfs),
+	H(FUSE_TMPFILE, tmpfile),
+	H(FUSE_STATX, statx),
+	H(FUSE_COPY_FILE_RANGE_64, copy_file_range_64),
+};
+
+#define HANDLER_COUNT (sizeof(handlers) / sizeof(handlers[0]))
+
+static struct ufs_stats *req_stats(struct ufs_req *req)
+{
+	return req->worker ? &req->worker->stats : NULL;
+}
+
+/*
+ * Finish a request: drop its inode reference and hand the result to the
+ * transport.  res >= 0 is the reply payload length in req->out, res < 0 an
+ * errno.  Callable from any thread for a queued request.
+ */
+void ufs_req_done(struct ufs_req *req, ssize_t res)
+{
+	struct ufs_stats *st = req_stats(req);
+
+	if (req->inode) {
+		ufs_inode_put(req->fs, req->inode);
+		req->inode = NULL;
+	}
+	/* The kernel refuses errors outside -511..-1; never send one. */
+	if (res < 0 && res <= -512) {
+		ufs_log_once(UFS_LOG_ERR, "handler for %s returned %zd: replying EIO",
+			     ufs_opcode_name(req->in->opcode), res);
+		res = -EIO;
+	}
+	if (res > (ssize_t)req->out_cap) {
+		ufs_log_once(UFS_LOG_ERR, "handler for %s overran its reply buffer",
+			     ufs_opcode_name(req->in->opcode));
+		res = -EIO;
+	}
+	if (res < 0 && st)
+		ufs_stat_add(&st->errors, 1);
+	if (res < 0)
+		req->xops->reply(req, (int)res, 0);
+	else
+		req->xops->reply(req, 0, res);
+}
+
+static void count_request(struct ufs_req *req)
+{
+	struct ufs_stats *st = req_stats(req);
+	uint32_t opcode = req->in->opcode;
+
+	if (!st)
+		return;
+	ufs_stat_add(&st->requests[opcode < UFS_OPCODE_MAX ? opcode : 0], 1);
+}
+
+void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *msg)
+{
+	const char *why;
+	ssize_t res;
+	int ret;
+
+	req->fs = fs;
+	req->inode = NULL;
+	req->fs_priv = NULL;
+	ret = ufs_decode(fs->conn, msg, req, &why);
+	count_request(req);
+	if (ret) {
+		if (ret != -ENOSYS) {
+			if (req_stats(req))
+				ufs_stat_add(&req_stats(req)->bad_requests, 1);
+			ufs_log_once(UFS_LOG_WARN, "malformed %s request (unique=%llu, len=%u): %s",
+				     ufs_opcode_name(msg->in->opcode),
+				     (unsigned long long)msg->in->unique, msg->in->len, why);
+		} else {
+			ufs_dbg("unsupported opcode %u: ENOSYS", msg->in->opcode);
+		}
+		ufs_req_done(req, ret);
+		return;
+	}
+	if (req->in->opcode >= HANDLER_COUNT || !handlers[req->in->opcode]) {
+		ufs_req_done(req, -ENOSYS);
+		return;
+	}
+	if (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_INODE) {
+		req->inode = ufs_inode_get(fs, req->in->nodeid);
+		if (!req->inode) {
+			ufs_log_once(UFS_LOG_WARN, "%s for unknown nodeid=%llu",
+				     ufs_opcode_name(req->in->opcode),
+				     (unsigned long long)req->in->nodeid);
+			ufs_req_done(req, -ESTALE);
+			return;
+		}
+	}
+	res = handlers[req->in->opcode](fs, req);
+	if (res != -UFS_EQUEUED)
+		ufs_req_done(req, res);
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The passthrough file system's state and the helpers its handlers share:
+ * reopening an inode for I/O, attribute replies and the lookup itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+#include "session.h"
+
+uint64_t ufs_timeout_sec(double t)
+{
+	return (uint64_t)t;
+}
+
+uint32_t ufs_timeout_nsec(double t)
+{
+	return (uint32_t)((t - floor(t)) * 1e9);
+}
+
+static int root_path_read(struct ufs_fs *fs)
+{
+	char name[32];
+	ssize_t n;
+
+	snprintf(name, sizeof(name), "%d", fs->root_fd);
+	n = readlinkat(fs->proc_fd, name, fs->root_path, sizeof(fs->root_path) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	fs->root_path[n] = '\0';
+	fs->root_path_len = n;
+	return 0;
+}
+
+/*
+ * Opens SOURCE and the inode store.  Returns 0 or a negative errno; on
+ * failure nothing needs undoing.
+ */
+int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source)
+{
+	struct stat st;
+	int ret;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->cfg = cfg;
+	fs->running_as_root = geteuid() == 0;
+
+	fs->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs->proc_fd < 0)
+		return -errno;
+	fs->root_fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs->root_fd < 0) {
+		ret = -errno;
+		goto err_close_proc;
+	}
+	if (fstatat(fs->root_fd, "", &st, AT_EMPTY_PATH) < 0) {
+		ret = -errno;
+		goto err_close_root;
+	}
+	ret = root_path_read(fs);
+	if (ret)
+		goto err_close_root;
+	ret = ufs_inode_table_init(fs);
+	if (ret)
+		goto err_close_root;
+	ret = ufs_file_table_init(fs);
+	if (ret)
+		goto err_inodes;
+	/* From here the root inode owns root_fd. */
+	ret = ufs_inode_root_create(fs, fs->root_fd, &st);
+	if (ret)
+		goto err_files;
+	ret = ufs_control_init(fs);
+	if (ret) {
+		ufs_file_table_destroy(fs);
+		ufs_inode_table_destroy(fs);	/* closes root_fd with the root inode */
+		close(fs->proc_fd);
+		return ret;
+	}
+	return 0;
+
+err_files:
+	ufs_file_table_destroy(fs);
+err_inodes:
+	ufs_inode_table_destroy(fs);
+err_close_root:
+	close(fs->root_fd);
+err_close_proc:
+	close(fs->proc_fd);
+	return ret;
+}
+
+void ufs_fs_destroy(struct ufs_fs *fs)
+{
+	ufs_file_table_destroy(fs);
+	ufs_inode_table_destroy(fs);
+	close(fs->proc_fd);
+}
+
+/* "N" for /proc/self/fd/N, the inode's own descriptor as a path. */
+int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%d", inode->fd);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * Opens an inode for I/O through its own descriptor, never by name, so no
+ * symlink or rename can redirect it.  Only regular files and directories:
+ * opening a device node could reach a host device and opening a FIFO could
+ * block the worker.
+ */
+int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
+{
+	char name[32];
+	int fd;
+
+	if (inode->type != S_IFREG && inode->type != S_IFDIR)
+		return -ENXIO;
+	if (ufs_proc_name(inode, name, sizeof(name)))
+		return -EBADF;
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_PATH);
+	fd = openat(fs->proc_fd, name, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The kernel decodes rdev with new_decode_dev(): 12-bit major, 20-bit minor. */
+static uint32_t rdev_encode(dev_t dev)
+{
+	unsigned int maj = major(dev), min = minor(dev);
+
+	return (min & 0xff) | (maj << 8) | ((min & ~0xffu) << 12);
+}
+
+void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->ino = st->st_ino;
+	attr->size = st->st_size;
+	attr->blocks = st->st_blocks;
+	attr->atime = st->st_atim.tv_sec;
+	attr->mtime = st->st_mtim.tv_sec;
+	attr->ctime = st->st_ctim.tv_sec;
+	attr->atimensec = st->st_atim.tv_nsec;
+	attr->mtimensec = st->st_mtim.tv_nsec;
+	attr->ctimensec = st->st_ctim.tv_nsec;
+	attr->mode = st->st_mode;
+	attr->nlink = st->st_nlink;
+	attr->uid = st->st_uid;
+	attr->gid = st->st_gid;
+	attr->rdev = rdev_encode(st->st_rdev);
+	attr->blksize = st->st_blksize;
+}
+
+void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
+		    const struct stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->nodeid = inode->nodeid;
+	e->generation = 0;
+	e->entry_valid = ufs_timeout_sec(fs->cfg->entry_timeout);
+	e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->entry_timeout);
+	e->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
+	e->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	ufs_fill_attr(&e->attr, st);
+}
+
+void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st)
+{
+	memset(out, 0, sizeof(*out));
+	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
+	out->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	ufs_fill_attr(&out->attr, st);
+}
+
+static int stat_fd(int fd, struct stat *st)
+{
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
+/*
+ * LOOKUP's work, shared with the creating calls and READDIRPLUS: find the
+ * child, account one kernel reference on it and fill the entry.
+ */
+int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
+		  struct fuse_entry_out *e)
+{
+	struct ufs_inode *inode;
+	struct stat st;
+	int fd, ret;
+
+	if (ufs_is_control_name(fs, parent, name)) {
+		inode = ufs_control_inode(fs);
+		ufs_control_stat(fs, &st);
+		ufs_fill_entry(fs, e, inode, &st);
+		return 0;
+	}
+	ret = ufs_inode_check_beneath(fs, parent);
+	if (ret)
+		return ret;
+	if (!strcmp(name, "..") && parent == fs->root)
+		name = ".";
+	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = stat_fd(fd, &st);
+	if (!ret && !strcmp(name, ".."))
+		ret = ufs_check_beneath_fd(fs, fd);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	inode = ufs_inode_find_or_insert(fs, fd, &st);
+	if (!inode)
+		return -ENOMEM;
+	ufs_fill_entry(fs, e, inode, &st);
+	return 0;
+}
+
+/* Clear setuid, and setgid when group-executable, as a write by a non-owner would. */
+int ufs_kill_suidgid(struct ufs_fs *fs, struct ufs_inode *inode, const struct stat *st)
+{
+	mode_t mode = st->st_mode;
+	char name[32];
+
+	if (!(mode & S_ISUID) && (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP))
+		return 0;
+	mode &= ~S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~S_ISGID;
+	if (ufs_proc_name(inode, name, sizeof(name)))
+		return -EBADF;
+	return fchmodat(fs->proc_fd, name, mode & 07777, 0) ? -errno : 0;
+}
+
+/*
+ * With FUSE_DONT_MASK the kernel leaves the caller's umask to us, so that a
+ * default ACL on the parent can take its place as it would locally.  Each
+ * worker has its own umask (unshare(CLONE_FS)); the process umask is 0.
+ */
+void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in)
+{
+	if (ufs_conn_has(fs->conn, FUSE_DONT_MASK))
+		umask(umask_in & 0777);
+}
+
+void ufs_umask_leave(struct ufs_fs *fs)
+{
+	if (ufs_conn_has(fs->conn, FUSE_DONT_MASK))
+		umask(0);
+}

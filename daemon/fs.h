@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The passthrough file system: inodes, open files and the operation handlers.
+ *
+ * Confinement rules, kept by every handler:
+ *  - a name is resolved only relative to its parent's descriptor, one
+ *    component at a time, never by building a path string;
+ *  - no symlink is ever followed by the daemon (O_NOFOLLOW,
+ *    AT_SYMLINK_NOFOLLOW; the kernel resolves symlinks on the client side);
+ *  - an inode is reopened for I/O only through its own descriptor
+ *    (/proc/self/fd/N or a file handle), and only if it is a regular file or
+ *    a directory: device nodes and FIFOs are never opened;
+ *  - a name-based operation under a parent that has been moved out of SOURCE
+ *    fails with ENOENT (ufs_inode_check_beneath).
+ */
+#ifndef UFS_FS_H
+#define UFS_FS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "req.h"
+
+struct ufs_conn;
+struct ufs_lock_owner;
+
+struct ufs_inode {
+	uint64_t nodeid;		/* our id, never reused */
+	dev_t dev;			/* backing identity */
+	ino_t ino;
+	mode_t type;			/* S_IFMT bits */
+	int fd;				/* O_PATH descriptor */
+	/* fields below are protected by fs->inode_lock */
+	uint64_t nlookup;		/* references the kernel holds */
+	uint32_t refs;			/* in-flight requests using it */
+	struct ufs_inode *next_by_id;	/* hash chains */
+	struct ufs_inode *next_by_key;
+	/* fields below are protected by lock */
+	pthread_mutex_t lock;
+	struct ufs_lock_owner *lock_owners;
+	char control;			/* 1: the stats control file (no backing) */
+};
+
+/* An open file or directory, referenced by the fh the kernel holds. */
+struct ufs_file {
+	int fd;				/* -1 for the control file */
+	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
+	struct ufs_inode *inode;	/* holds a ref */
+	bool is_dir;
+	/* directory stream; protected by dir_lock */
+	pthread_mutex_t dir_lock;
+	uint64_t dir_offset;		/* cookie the next getdents starts from */
+	char *dir_buf;			/* getdents64 buffer */
+	size_t dir_len, dir_pos;	/* bytes in dir_buf, next entry */
+	/* the control file: a snapshot taken at open */
+	char *control_text;
+	size_t control_len;
+};
+
+struct ufs_fs {
+	const struct ufs_config *cfg;
+	const struct ufs_conn *conn;
+	int root_fd;			/* O_PATH, SOURCE */
+	int proc_fd;			/* /proc/self/fd */
+	char root_path[PATH_MAX];	/* as the kernel spells it, for check_beneath */
+	size_t root_path_len;
+	bool running_as_root;
+	struct ufs_inode *root;
+
+	pthread_mutex_t inode_lock;	/* take before any inode->lock */
+	struct ufs_inode **by_id, **by_key;
+	size_t buckets, inode_count;
+	uint64_t next_nodeid;
+
+	pthread_mutex_t file_lock;	/* protects the handle table's free list */
+	struct ufs_file ***file_chunks;
+	uint32_t file_free_head;
+	uint32_t file_next;
+	uint64_t file_count;
+
+	struct ufs_inode *control;	/* the stats control file, or NULL */
+	/* Stats snapshot producer for the control file (stats.c). */
+	char *(*control_snapshot)(void *arg, size_t *len);
+	void *control_arg;
+};
+
+int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source);
+void ufs_fs_destroy(struct ufs_fs *fs);
+
+/* inode.c */
+int ufs_inode_table_init(struct ufs_fs *fs);
+void ufs_inode_table_destroy(struct ufs_fs *fs);
+int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st);
+struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid);
+void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode);
+struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st);
+void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
+int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
+int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
+size_t ufs_inode_count(struct ufs_fs *fs);
+
+/* handle.c: the fh table */
+int ufs_file_table_init(struct ufs_fs *fs);
+void ufs_file_table_destroy(struct ufs_fs *fs);
+int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh);
+struct ufs_file *ufs_file_lookup(struct ufs_fs *fs, uint64_t fh);
+struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh);
+struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags);
+void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
+
+/* creds.c: run creating calls as the caller */
+struct ufs_creds {
+	bool switched;
+	uid_t uid;
+	gid_t gid;
+};
+int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
+void ufs_creds_leave(struct ufs_creds *saved);
+
+/* fs.c helpers shared by the handlers */
+int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
+int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
+void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
+void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
+		    const struct stat *st);
+void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st);
+int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
+		  struct fuse_entry_out *e);
+int ufs_kill_suidgid(struct ufs_fs *fs, struct ufs_inode *inode, const struct stat *st);
+void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in);
+void ufs_umask_leave(struct ufs_fs *fs);
+void ufs_inode_ref(struct ufs_fs *fs, struct ufs_inode *inode);
+uint64_t ufs_timeout_sec(double t);
+uint32_t ufs_timeout_nsec(double t);
+
+/* The stats control file, if configured and looked up. */
+bool ufs_is_control_name(struct ufs_fs *fs, const struct ufs_inode *parent, const char *name);
+struct ufs_inode *ufs_control_inode(struct ufs_fs *fs);
+void ufs_control_stat(struct ufs_fs *fs, struct stat *st);
+int ufs_control_init(struct ufs_fs *fs);
+ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags);
+ssize_t ufs_control_read(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
+			 uint64_t off, uint32_t size);
+
+/* fs_lock.c */
+void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);
+void ufs_lock_release_all(struct ufs_inode *inode);
+bool ufs_lock_interrupt(uint64_t unique);
+int ufs_lock_block_wake_signal(void);
+void ufs_lock_shutdown(void);
+
+/* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */
+#define UFS_OP_HANDLERS(X)                                                                        \
+	X(lookup) X(forget) X(batch_forget) X(getattr) X(setattr) X(readlink) X(symlink)          \
+	X(mknod) X(mkdir) X(unlink) X(rmdir) X(rename) X(rename2) X(link) X(open) X(create)      \
+	X(tmpfile) X(read) X(write) X(flush) X(release) X(fsync) X(opendir) X(readdir)            \
+	X(readdirplus) X(releasedir) X(fsyncdir) X(statfs) X(setxattr) X(getxattr) X(listxattr)   \
+	X(removexattr) X(access) X(getlk) X(setlk) X(setlkw) X(fallocate) X(lseek)               \
+	X(copy_file_range) X(copy_file_range_64) X(statx) X(syncfs) X(ioctl) X(interrupt)         \
+	X(destroy) X(poll) X(bmap)
+
+#define UFS_DECLARE_HANDLER(op) ssize_t ufs_op_##op(struct ufs_fs *fs, struct ufs_req *req);
+UFS_OP_HANDLERS(UFS_DECLARE_HANDLER)
+#undef UFS_DECLARE_HANDLER
+
+#endif /* UFS_FS_H */

@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Open files and their data: OPEN, CREATE, TMPFILE, READ, WRITE, FLUSH,
+ * RELEASE, FSYNC, FALLOCATE, LSEEK, COPY_FILE_RANGE(_64), IOCTL.
+ *
+ * READ, WRITE, FSYNC, FALLOCATE and COPY_FILE_RANGE describe their work in
+ * req->io and hand it to the worker's I/O engine (io.c for /dev/fuse, the
+ * worker's ring for io_uring), so that a slow backing file never holds up
+ * the other requests a worker serves.  The reply goes out from the
+ * completion.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "fs.h"
+#include "log.h"
+#include "session.h"
+#include "worker.h"
+
+#define MAX_RW_COUNT (INT_MAX & ~4095L)	/* the kernel's per-call limit */
+
+static struct ufs_file *file_get(struct ufs_fs *fs, uint64_t fh)
+{
+	return ufs_file_lookup(fs, fh);
+}
+
+/* The flags the backing file is opened with, from the client's open flags. */
+static int backing_open_flags(struct ufs_fs *fs, int flags)
+{
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW);
+	/*
+	 * With the writeback cache the kernel fills partial pages by reading
+	 * and decides append offsets itself.
+	 */
+	if (fs->cfg->writeback_cache) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	if (!fs->cfg->backing_direct_io)
+		flags &= ~O_DIRECT;
+	return flags;
+}
+
+static uint32_t open_reply_flags(struct ufs_fs *fs, const struct ufs_file *file)
+{
+	uint32_t flags = FOPEN_PARALLEL_DIRECT_WRITES;
+
+	(void)file;
+	if (fs->cfg->keep_cache)
+		flags |= FOPEN_KEEP_CACHE;
+	return flags;
+}
+
+/* Register file and fill the open reply at out. */
+static int open_reply(struct ufs_fs *fs, struct ufs_file *file, struct ufs_open_out *out,
+		      uint32_t extra_flags)
+{
+	uint64_t fh;
+	int ret;
+
+	ret = ufs_file_register(fs, file, &fh);
+	if (ret) {
+		ufs_file_free(fs, file);
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	out->open_flags = open_reply_flags(fs, file) | extra_flags;
+	return 0;
+}
+
+static int open_file(struct ufs_fs *fs, struct ufs_inode *inode, int fd, int flags,
+		     struct ufs_open_out *out)
+{
+	struct ufs_file *file = ufs_file_new(inode, fd, flags);
+
+	if (!file) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ufs_inode_ref(fs, inode);
+	return open_reply(fs, file, out, 0);
+}
+
+ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_open_in *in = req->args.op;
+	struct ufs_inode *inode = req->inode;
+	struct stat st;
+	int flags, fd, ret;
+
+	if (inode->control)
+		return ufs_control_open(fs, req, in->flags);
+	if (inode->type == S_IFDIR)
+		return -EISDIR;
+	flags = backing_open_flags(fs, in->flags);
+	fd = ufs_reopen(fs, inode, flags);
+	if (fd < 0)
+		return fd;
+	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
+	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
+		ufs_kill_suidgid(fs, inode, &st);
+	ret = open_file(fs, inode, fd, flags, req->out);
+	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
+}
+
+/*
+ * CREATE found the name taken (the kernel's negative dentry was stale).  Open
+ * what is there only if it is a regular file, through its own descriptor:
+ * following a name could open a symlink's target or a device.
+ */
+static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
+				int flags)
+{
+	struct stat st;
+	char proc[32];
+	int pfd, fd;
+
+	pfd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st)) {
+		fd = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		fd = S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
+	} else {
+		snprintf(proc, sizeof(proc), "%d", pfd);
+		fd = openat(fs->proc_fd, proc, flags | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	}
+	close(pfd);
+	return fd;
+}
+
+/* The inode for a descriptor we just created: O_PATH to the same file. */
+static struct ufs_inode *inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st)
+{
+	char proc[32];
+	int pfd;
+
+	if (fstat(fd, st))
+		return NULL;
+	snprintf(proc, sizeof(proc), "%d", fd);
+	pfd = openat(fs->proc_fd, proc, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return NULL;
+	return ufs_inode_find_or_insert(fs, pfd, st);
+}
+
+/* CREATE and TMPFILE reply an entry followed by an open reply. */
+struct create_reply {
+	struct fuse_entry_out entry;
+	struct ufs_open_out open;
+};
+
+static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags)
+{
+	struct create_reply *out = req->out;
+	struct ufs_inode *inode;
+	struct stat st;
+	int ret;
+
+	inode = inode_for_fd(fs, fd, &st);
+	if (!inode) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ufs_fill_entry(fs, &out->entry, inode, &st);
+	ret = open_file(fs, inode, fd, flags, &out->open);
+	if (ret) {
+		ufs_inode_forget(fs, inode->nodeid, 1);
+		return ret;
+	}
+	return sizeof(*out);
+}
+
+static int parent_dir_check(struct ufs_fs *fs, struct ufs_inode *parent, const char *name)
+{
+	if (parent->type != S_IFDIR)
+		return -ENOTDIR;
+	if (name && ufs_is_control_name(fs, parent, name))
+		return -EEXIST;
+	return ufs_inode_check_beneath(fs, parent);
+}
+
+ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_create_in *in = req->args.op;
+	struct ufs_creds creds;
+	int flags, fd, ret;
+
+	ret = parent_dir_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	flags = backing_open_flags(fs, in->flags);
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	ufs_umask_enter(fs, in->umask);
+	/* Always O_EXCL|O_NOFOLLOW first, so no existing name is followed. */
+	fd = openat(req->inode->fd, req->args.name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    in->mode);
+	if (fd < 0)
+		fd = -errno;
+	if (fd == -EEXIST && !(in->flags & O_EXCL))
+		fd = create_open_existing(fs, req->inode, req->args.name, flags);
+	ufs_umask_leave(fs);
+	ufs_creds_leave(&creds);
+	if (fd < 0)
+		return fd;
+	return create_reply(fs, req, fd, flags);
+}
+
+ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_create_in *in = req->args.op;
+	struct ufs_creds creds;
+	int flags, fd, ret;
+
+	ret = parent_dir_check(fs, req->inode, NULL);
+	if (ret)
+		return ret;
+	flags = (backing_open_flags(fs, in->flags) & ~O_DIRECTORY) | O_TMPFILE;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	ufs_umask_enter(fs, in->umask);
+	fd = openat(req->inode->fd, ".", flags | O_CLOEXEC, in->mode);
+	if (fd < 0)
+		fd = -errno;
+	ufs_umask_leave(fs);
+	ufs_creds_leave(&creds);
+	if (fd < 0)
+		return fd;
+	return create_reply(fs, req, fd, flags);
+}
+
+static void count_bytes(struct ufs_req *req, uint64_t *(*pick)(struct ufs_stats *), ssize_t n)
+{
+	if (n > 0 && req->worker)
+		ufs_stat_add(pick(&req->worker->stats), n);
+}
+
+static uint64_t *read_counter(struct ufs_stats *st)
+{
+	return &st->read_bytes;
+}
+
+static uint64_t *write_counter(struct ufs_stats *st)
+{
+	return &st->write_bytes;
+}
+
+static void read_done(struct ufs_req *req, ssize_t res)
+{
+	count_bytes(req, read_counter, res);
+	ufs_req_done(req, res);
+}
+
+ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_read_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+
+	if (!file || file->is_dir)
+		return -EBADF;
+	if (file->fd < 0)
+		return ufs_control_read(fs, req, file, in->offset, in->size);
+	req->io = (struct ufs_io){
+		.op = UFS_IO_READ,
+		.fd = file->fd,
+		.off = in->offset,
+		.buf = req->out,
+		.len = in->size < req->out_cap ? in->size : req->out_cap,
+		.done = read_done,
+	};
+	req->xops->io_submit(req);
+	return -UFS_EQUEUED;
+}
+
+static void write_done(struct ufs_req *req, ssize_t res)
+{
+	struct fuse_write_out *out = req->out;
+
+	if (res < 0) {
+		ufs_req_done(req, res);
+		return;
+	}
+	count_bytes(req, write_counter, res);
+	memset(out, 0, sizeof(*out));
+	out->size = res;
+	ufs_req_done(req, sizeof(*out));
+}
+
+ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_write_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+	struct stat st;
+
+	if (!file || file->is_dir)
+		return -EBADF;
+	if (file->fd < 0)
+		return -EBADF;
+	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
+	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(file->fd, &st))
+		ufs_kill_suidgid(fs, file->inode, &st);
+	req->io = (struct ufs_io){
+		.op = UFS_IO_WRITE,
+		.fd = file->fd,
+		.off = in->offset,
+		.buf = (void *)req->args.data,
+		.len = req->args.data_len,
+		.done = write_done,
+	};
+	req->xops->io_submit(req);
+	return -UFS_EQUEUED;
+}
+
+/* FSYNC and FALLOCATE reply nothing but the status. */
+static void status_done(struct ufs_req *req, ssize_t res)
+{
+	ufs_req_done(req, res < 0 ? res : 0);
+}
+
+ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_fsync_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+
+	if (!file)
+		return -EBADF;
+	if (file->fd < 0)
+		return 0;
+	req->io = (struct ufs_io){
+		.op = in->fsync_flags & FUSE_FSYNC_FDATASYNC ? UFS_IO_FDATASYNC : UFS_IO_FSYNC,
+		.fd = file->fd,
+		.done = status_done,
+	};
+	req->xops->io_submit(req);
+	return -UFS_EQUEUED;
+}
+
+ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_fallocate_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+
+	if (!file || file->is_dir || file->fd < 0)
+		return -EBADF;
+	req->io = (struct ufs_io){
+		.op = UFS_IO_FALLOCATE,
+		.fd = file->fd,
+		.off = in->offset,
+		.len = in->length,
+		.mode = in->mode,
+		.done = status_done,
+	};
+	req->xops->io_submit(req);
+	return -UFS_EQUEUED;
+}
+
+ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_flush_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+	int fd;
+
+	if (!file)
+		return -EBADF;
+	if (file->fd < 0)
+		return 0;
+	/* close(2) of the client's descriptor drops its POSIX locks. */
+	ufs_lock_release_owner(fs, file->inode, in->lock_owner);
+	/* Close a duplicate so the backing file system sees the close (NFS flushes on close). */
+	fd = dup(file->fd);
+	if (fd < 0)
+		return -errno;
+	return close(fd) ? -errno : 0;
+}
+
+ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_release_in *in = req->args.op;
+	struct ufs_file *file = ufs_file_unregister(fs, in->fh);
+
+	if (!file)
+		return -EBADF;
+	/* Closing our descriptor releases its flock (FUSE_RELEASE_FLOCK_UNLOCK). */
+	ufs_file_free(fs, file);
+	return 0;
+}
+
+ssize_t ufs_op_lseek(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_lseek_in *in = req->args.op;
+	struct ufs_file *file = file_get(fs, in->fh);
+	struct fuse_lseek_out *out = req->out;
+	off_t off;
+
+	if (!file || file->fd < 0)
+		return -EBADF;
+	off = lseek(file->fd, in->offset, in->whence);
+	if (off < 0)
+		return -errno;
+	out->offset = off;
+	return sizeof(*out);
+}
+
+static void copy_done_64(struct ufs_req *req, ssize_t res)
+{
+	struct fuse_copy_file_range_out *out = req->out;
+
+	if (res < 0) {
+		ufs_req_done(req, res);
+		return;
+	}
+	count_bytes(req, write_counter, res);
+	out->bytes_copied = res;
+	ufs_req_done(req, sizeof(*out));
+}
+
+static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
+				     void (*done)(struct ufs_req *, ssize_t), uint64_t max)
+{
+	const struct fuse_copy_file_range_in *in = req->args.op;
+	struct ufs_file *src = file_get(fs, in->fh_in);
+	struct ufs_file *dst = file_get(fs, in->fh_out);
+
+	if (!src || !dst || src->fd < 0 || dst->fd < 0 || src->is_dir || dst->is_dir)
+		return -EBADF;
+	if (dst->inode->nodeid != in->nodeid_out)
+		return -EINVAL;
+	req->io = (struct ufs_io){
+		.op = UFS_IO_COPY,
+		.fd = dst->fd,
+		.off = in->off_out,
+		.fd_in = src->fd,
+		.off_in = in->off_in,
+		.len = in->len < max ? in->len : max,
+		.mode = (int)in->flags,
+		.done = done,
+	};
+	req->xops->io_submit(req);
+	return -UFS_EQUEUED;
+}
+
+ssize_t ufs_op_copy_file_range_64(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return copy_file_range_start(fs, req, copy_done_64, MAX_RW_COUNT);
+}
+
+/* The 7.28 opcode replies a 32-bit count in a fuse_write_out. */
+static void copy_done_32(struct ufs_req *req, ssize_t res)
+{
+	struct fuse_write_out *out = req->out;
+
+	if (res < 0) {
+		ufs_req_done(req, res);
+		return;
+	}
+	count_bytes(req, write_counter, res);
+	memset(out, 0, sizeof(*out));
+	out->size = res;
+	ufs_req_done(req, sizeof(*out));
+}
+
+ssize_t ufs_op_copy_file_range(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return copy_file_range_start(fs, req, copy_done_32, MAX_RW_COUNT);
+}
+
+/*
+ * Only the inode attribute ioctls pass through (chattr, lsattr, xfs_io
+ * chattr): any other would let a client reach the backing driver with
+ * arguments the daemon cannot check.  The kernel sends these with exact
+ * sizes (fuse_priv_ioctl), so the reply carries exactly out_size bytes.
+ */
+ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_ioctl_in *in = req->args.op;
+	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct fuse_ioctl_out *out = req->out;
+	unsigned long cmd;
+	union {
+		int flags;
+		struct fsxattr fsx;
+	} arg = { 0 };
+	size_t size;
+
+	if (!file || file->fd < 0)
+		return -EBADF;
+	switch (in->cmd) {
+	case FS_IOC_GETFLAGS:
+	case FS_IOC32_GETFLAGS:
+		cmd = FS_IOC_GETFLAGS;
+		size = sizeof(arg.flags);
+		break;
+	case FS_IOC_SETFLAGS:
+	case FS_IOC32_SETFLAGS:
+		cmd = FS_IOC_SETFLAGS;
+		size = sizeof(arg.flags);
+		break;
+	case FS_IOC_FSGETXATTR:
+		cmd = FS_IOC_FSGETXATTR;
+		size = sizeof(arg.fsx);
+		break;
+	case FS_IOC_FSSETXATTR:
+		cmd = FS_IOC_FSSETXATTR;
+		size = sizeof(arg.fsx);
+		break;
+	default:
+		ufs_dbg("ioctl cmd=0x%x: not passed through, ENOTTY", in->cmd);
+		return -ENOTTY;
+	}
+	if (in->in_size) {
+		if (req->args.data_len < size)
+			return -EINVAL;
+		memcpy(&arg, req->args.data, size);
+	}
+	if (in->out_size && in->out_size < size)
+		return -EINVAL;
+	if (ioctl(file->fd, cmd, &arg))
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	if (!in->out_size)
+		return sizeof(*out);
+	memcpy(out + 1, &arg, size);
+	return sizeof(*out) + size;
+}

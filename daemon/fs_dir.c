@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Directories: OPENDIR, READDIR, READDIRPLUS, RELEASEDIR, FSYNCDIR.
+ *
+ * Entries come from getdents64 on our own descriptor.  The offset the kernel
+ * hands back is the backing file system's d_off cookie, so a READDIR at any
+ * offset the kernel has seen resumes exactly there (seekdir semantics).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+
+#define DIR_BUF_SIZE 32768
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct ufs_open_out *out = req->out;
+	struct ufs_file *file;
+	uint64_t fh;
+	int fd, ret;
+
+	if (req->inode->type != S_IFDIR)
+		return -ENOTDIR;
+	fd = ufs_reopen(fs, req->inode, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	file = ufs_file_new(req->inode, fd, O_RDONLY | O_DIRECTORY);
+	if (!file) {
+		close(fd);
+		return -ENOMEM;
+	}
+	file->is_dir = true;
+	ufs_inode_ref(fs, req->inode);
+	ret = ufs_file_register(fs, file, &fh);
+	if (ret) {
+		ufs_file_free(fs, file);
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	return sizeof(*out);
+}
+
+ssize_t ufs_op_releasedir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_release_in *in = req->args.op;
+	struct ufs_file *file = ufs_file_unregister(fs, in->fh);
+
+	if (!file)
+		return -EBADF;
+	ufs_file_free(fs, file);
+	return 0;
+}
+
+ssize_t ufs_op_fsyncdir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_fsync_in *in = req->args.op;
+	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	int ret;
+
+	if (!file || !file->is_dir)
+		return -EBADF;
+	if (in->fsync_flags & FUSE_FSYNC_FDATASYNC)
+		ret = fdatasync(file->fd);
+	else
+		ret = fsync(file->fd);
+	return ret ? -errno : 0;
+}
+
+/* Position the stream at cookie off; the buffer is only valid where it left off. */
+static int dir_seek(struct ufs_file *dir, uint64_t off)
+{
+	if (dir->dir_buf && off == dir->dir_offset)
+		return 0;
+	if (lseek(dir->fd, off, SEEK_SET) < 0)
+		return -errno;
+	dir->dir_len = dir->dir_pos = 0;
+	dir->dir_offset = off;
+	return 0;
+}
+
+/* The next backing entry, refilling the buffer as needed; NULL at the end. */
+static int dir_next(struct ufs_file *dir, struct linux_dirent64 **ent)
+{
+	long n;
+
+	if (dir->dir_pos >= dir->dir_len) {
+		if (!dir->dir_buf) {
+			dir->dir_buf = malloc(DIR_BUF_SIZE);
+			if (!dir->dir_buf)
+				return -ENOMEM;
+		}
+		n = syscall(SYS_getdents64, dir->fd, dir->dir_buf, DIR_BUF_SIZE);
+		if (n < 0)
+			return -errno;
+		dir->dir_len = n;
+		dir->dir_pos = 0;
+		if (!n) {
+			*ent = NULL;
+			return 0;
+		}
+	}
+	*ent = (struct linux_dirent64 *)(dir->dir_buf + dir->dir_pos);
+	return 0;
+}
+
+/* Consume the entry dir_next returned: the stream now stands at its d_off. */
+static void dir_advance(struct ufs_file *dir, const struct linux_dirent64 *ent)
+{
+	dir->dir_pos += ent->d_reclen;
+	dir->dir_offset = ent->d_off;
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+static size_t put_dirent(void *buf, const struct linux_dirent64 *ent, size_t namelen)
+{
+	struct fuse_dirent *d = buf;
+
+	d->ino = ent->d_ino;
+	d->off = ent->d_off;
+	d->namelen = namelen;
+	d->type = ent->d_type;
+	memcpy(d->name, ent->d_name, namelen);
+	memset(d->name + namelen, 0, FUSE_DIRENT_ALIGN(namelen) - namelen);
+	return FUSE_NAME_OFFSET + FUSE_DIRENT_ALIGN(namelen);
+}
+
+/*
+ * One entry for READDIRPLUS: the dirent plus a looked-up entry.  "." and
+ * ".." and names that vanished meanwhile get nodeid 0, which the kernel
+ * lists without instantiating.
+ */
+static int put_direntplus(struct ufs_fs *fs, struct ufs_inode *parent, void *buf,
+			  const struct linux_dirent64 *ent, size_t namelen)
+{
+	struct fuse_direntplus *dp = buf;
+
+	memset(&dp->entry_out, 0, sizeof(dp->entry_out));
+	if (!is_dot_or_dotdot(ent->d_name) &&
+	    ufs_do_lookup(fs, parent, ent->d_name, &dp->entry_out) == -ENOMEM)
+		return -ENOMEM;
+	put_dirent(&dp->dirent, ent, namelen);
+	return 0;
+}
+
+static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
+{
+	const struct fuse_read_in *in = req->args.op;
+	struct ufs_file *dir = ufs_file_lookup(fs, in->fh);
+	size_t cap = in->size < req->out_cap ? in->size : req->out_cap;
+	bool at_root = req->inode == fs->root && fs->control;
+	uint8_t *out = req->out;
+	size_t used = 0;
+	int ret;
+
+	if (!dir || !dir->is_dir)
+		return -EBADF;
+	pthread_mutex_lock(&dir->dir_lock);
+	ret = dir_seek(dir, in->offset);
+	while (!ret) {
+		struct linux_dirent64 *ent = NULL;
+		size_t namelen, need;
+
+		ret = dir_next(dir, &ent);
+		if (ret || !ent)
+			break;
+		namelen = strlen(ent->d_name);
+		/* The control file shadows a backing name: list neither. */
+		if (at_root && ufs_is_control_name(fs, req->inode, ent->d_name)) {
+			dir_advance(dir, ent);
+			continue;
+		}
+		need = (plus ? FUSE_NAME_OFFSET_DIRENTPLUS : FUSE_NAME_OFFSET) +
+		       FUSE_DIRENT_ALIGN(namelen);
+		if (used + need > cap)
+			break;
+		if (plus)
+			ret = put_direntplus(fs, req->inode, out + used, ent, namelen);
+		else
+			put_dirent(out + used, ent, namelen);
+		if (ret)
+			break;
+		used += need;
+		dir_advance(dir, ent);
+	}
+	pthread_mutex_unlock(&dir->dir_lock);
+	/* An error after some entries still returns them; the next call sees it again. */
+	if (ret && !used)
+		return ret;
+	return used;
+}
+
+ssize_t ufs_op_readdir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return do_readdir(fs, req, false);
+}
+
+ssize_t ufs_op_readdirplus(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return do_readdir(fs, req, true);
+}

@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Namespace and attribute operations: LOOKUP, FORGET, GETATTR, SETATTR,
+ * READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME(2), LINK, STATFS,
+ * ACCESS, STATX, SYNCFS.  Metadata calls are synchronous on every transport.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+#include "session.h"
+
+#define FUSE_RENAME_FLAGS (RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)
+
+static int stat_inode(struct ufs_inode *inode, struct stat *st)
+{
+	return fstatat(inode->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
+ssize_t ufs_op_lookup(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct fuse_entry_out *e = req->out;
+	int ret;
+
+	if (req->inode->type != S_IFDIR)
+		return -ENOTDIR;
+	ret = ufs_do_lookup(fs, req->inode, req->args.name, e);
+	if (ret == -ENOENT && fs->cfg->negative_timeout > 0) {
+		/* nodeid 0: the kernel caches the name as negative for entry_valid. */
+		memset(e, 0, sizeof(*e));
+		e->entry_valid = ufs_timeout_sec(fs->cfg->negative_timeout);
+		e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->negative_timeout);
+		return sizeof(*e);
+	}
+	return ret ? ret : (ssize_t)sizeof(*e);
+}
+
+ssize_t ufs_op_forget(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_forget_in *in = req->args.op;
+
+	ufs_inode_forget(fs, req->in->nodeid, in->nlookup);
+	return 0;
+}
+
+ssize_t ufs_op_batch_forget(struct ufs_fs *fs, struct ufs_req *req)
+{
+	for (uint32_t i = 0; i < req->args.forget_count; i++) {
+		struct fuse_forget_one one;
+
+		memcpy(&one, &req->args.forgets[i], sizeof(one));
+		ufs_inode_forget(fs, one.nodeid, one.nlookup);
+	}
+	return 0;
+}
+
+ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_getattr_in *in = req->args.op;
+	struct ufs_file *file = NULL;
+	struct stat st;
+	int ret;
+
+	if (req->inode->control) {
+		ufs_control_stat(fs, &st);
+		ufs_fill_attr_out(fs, req->out, &st);
+		return sizeof(struct fuse_attr_out);
+	}
+	if (in->getattr_flags & FUSE_GETATTR_FH)
+		file = ufs_file_lookup(fs, in->fh);
+	if (file && file->fd >= 0)
+		ret = fstat(file->fd, &st) ? -errno : 0;
+	else
+		ret = stat_inode(req->inode, &st);
+	if (ret)
+		return ret;
+	ufs_fill_attr_out(fs, req->out, &st);
+	return sizeof(struct fuse_attr_out);
+}
+
+static struct timespec setattr_time(uint32_t valid, uint32_t set, uint32_t now, uint64_t sec,
+				    uint32_t nsec)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = UTIME_OMIT };
+
+	if (valid & now)
+		ts.tv_nsec = UTIME_NOW;
+	else if (valid & set) {
+		ts.tv_sec = sec;
+		ts.tv_nsec = nsec;
+	}
+	return ts;
+}
+
+static int setattr_truncate(struct ufs_fs *fs, struct ufs_inode *inode, struct ufs_file *file,
+			    uint64_t size)
+{
+	int fd, ret;
+
+	if (inode->type == S_IFDIR)
+		return -EISDIR;
+	if (inode->type != S_IFREG)
+		return -EINVAL;
+	if (file && file->fd >= 0 && (file->flags & O_ACCMODE) != O_RDONLY)
+		return ftruncate(file->fd, size) ? -errno : 0;
+	fd = ufs_reopen(fs, inode, O_WRONLY | O_NONBLOCK);
+	if (fd < 0)
+		return fd;
+	ret = ftruncate(fd, size) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_setattr_in *in = req->args.op;
+	struct ufs_inode *inode = req->inode;
+	struct ufs_file *file = NULL;
+	uint32_t valid = in->valid;
+	char name[32];
+	struct stat st;
+	int ret;
+
+	if (inode->control)
+		return -EPERM;
+	if (valid & FATTR_FH)
+		file = ufs_file_lookup(fs, in->fh);
+	if (ufs_proc_name(inode, name, sizeof(name)))
+		return -EBADF;
+
+	if (valid & FATTR_MODE) {
+		/* chmod of a symlink is refused by Linux; the kernel never asks. */
+		if (inode->type == S_IFLNK)
+			return -EOPNOTSUPP;
+		if (fchmodat(fs->proc_fd, name, in->mode & 07777, 0))
+			return -errno;
+	}
+	if (valid & (FATTR_UID | FATTR_GID)) {
+		uid_t uid = valid & FATTR_UID ? in->uid : (uid_t)-1;
+		gid_t gid = valid & FATTR_GID ? in->gid : (gid_t)-1;
+
+		if (fchownat(inode->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+			return -errno;
+	}
+	if (valid & FATTR_SIZE) {
+		ret = setattr_truncate(fs, inode, file, in->size);
+		if (ret)
+			return ret;
+	}
+	if ((valid & FATTR_KILL_SUIDGID) && inode->type == S_IFREG &&
+	    !(valid & FATTR_MODE) && !stat_inode(inode, &st)) {
+		ret = ufs_kill_suidgid(fs, inode, &st);
+		if (ret)
+			return ret;
+	}
+	if (valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) {
+		struct timespec ts[2] = {
+			setattr_time(valid, FATTR_ATIME, FATTR_ATIME_NOW, in->atime, in->atimensec),
+			setattr_time(valid, FATTR_MTIME, FATTR_MTIME_NOW, in->mtime, in->mtimensec),
+		};
+
+		if (utimensat(inode->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+			return -errno;
+	}
+	/* FATTR_CTIME: ctime follows the other changes; nothing sets it directly. */
+
+	ret = stat_inode(inode, &st);
+	if (ret)
+		return ret;
+	ufs_fill_attr_out(fs, req->out, &st);
+	return sizeof(struct fuse_attr_out);
+}
+
+ssize_t ufs_op_readlink(struct ufs_fs *fs, struct ufs_req *req)
+{
+	ssize_t n;
+
+	(void)fs;
+	if (req->inode->type != S_IFLNK)
+		return -EINVAL;
+	n = readlinkat(req->inode->fd, "", req->out, req->out_cap);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * The tail of every creating call: look the new name up (as the daemon,
+ * after the caller's credentials are gone) and reply its entry.
+ */
+static ssize_t reply_new_entry(struct ufs_fs *fs, struct ufs_req *req, int ret)
+{
+	struct fuse_entry_out *e = req->out;
+
+	if (ret)
+		return ret;
+	ret = ufs_do_lookup(fs, req->inode, req->args.name, e);
+	return ret ? ret : (ssize_t)sizeof(*e);
+}
+
+/* A parent for a name-based change: a directory that is still inside SOURCE. */
+static int parent_check(struct ufs_fs *fs, struct ufs_inode *parent, const char *name)
+{
+	if (parent->type != S_IFDIR)
+		return -ENOTDIR;
+	if (ufs_is_control_name(fs, parent, name))
+		return -EPERM;
+	return ufs_inode_check_beneath(fs, parent);
+}
+
+ssize_t ufs_op_mknod(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_mknod_in *in = req->args.op;
+	struct ufs_creds creds;
+	int ret;
+
+	ret = parent_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	ufs_umask_enter(fs, in->umask);
+	/* rdev arrives in the kernel's new_encode_dev() format. */
+	ret = mknodat(req->inode->fd, req->args.name, in->mode,
+		      makedev((in->rdev & 0xfff00) >> 8, (in->rdev & 0xff) | ((in->rdev >> 12) & 0xfff00)))
+		      ? -errno : 0;
+	ufs_umask_leave(fs);
+	ufs_creds_leave(&creds);
+	return reply_new_entry(fs, req, ret);
+}
+
+ssize_t ufs_op_mkdir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_mkdir_in *in = req->args.op;
+	struct ufs_creds creds;
+	int ret;
+
+	ret = parent_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	ufs_umask_enter(fs, in->umask);
+	ret = mkdirat(req->inode->fd, req->args.name, in->mode) ? -errno : 0;
+	ufs_umask_leave(fs);
+	ufs_creds_leave(&creds);
+	return reply_new_entry(fs, req, ret);
+}
+
+ssize_t ufs_op_symlink(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct ufs_creds creds;
+	int ret;
+
+	ret = parent_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	/* The target is stored verbatim; the daemon never follows it. */
+	ret = symlinkat(req->args.name2, req->inode->fd, req->args.name) ? -errno : 0;
+	ufs_creds_leave(&creds);
+	return reply_new_entry(fs, req, ret);
+}
+
+ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_link_in *in = req->args.op;
+	struct ufs_inode *target;
+	struct ufs_creds creds;
+	char name[32];
+	int ret;
+
+	ret = parent_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	target = ufs_inode_get(fs, in->oldnodeid);
+	if (!target)
+		return -ESTALE;
+	if (target->control) {
+		ufs_inode_put(fs, target);
+		return -EPERM;
+	}
+	ret = ufs_proc_name(target, name, sizeof(name));
+	if (!ret)
+		ret = ufs_creds_enter(fs, req, &creds);
+	if (!ret) {
+		/*
+		 * Link the inode itself, not a name: /proc/self/fd/N with
+		 * AT_SYMLINK_FOLLOW lands on the inode (a symlink included) and
+		 * the kernel applies protected_hardlinks with the caller's identity.
+		 */
+		ret = linkat(fs->proc_fd, name, req->inode->fd, req->args.name, AT_SYMLINK_FOLLOW)
+			      ? -errno : 0;
+		ufs_creds_leave(&creds);
+	}
+	ufs_inode_put(fs, target);
+	return reply_new_entry(fs, req, ret);
+}
+
+static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)
+{
+	int ret = parent_check(fs, req->inode, req->args.name);
+
+	if (ret)
+		return ret;
+	return unlinkat(req->inode->fd, req->args.name, flags) ? -errno : 0;
+}
+
+ssize_t ufs_op_unlink(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return remove_entry(fs, req, 0);
+}
+
+ssize_t ufs_op_rmdir(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return remove_entry(fs, req, AT_REMOVEDIR);
+}
+
+static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir_id,
+			 unsigned int flags)
+{
+	struct ufs_inode *newdir;
+	struct ufs_creds creds = { 0 };
+	int ret;
+
+	if (flags & ~FUSE_RENAME_FLAGS)
+		return -EINVAL;
+	ret = parent_check(fs, req->inode, req->args.name);
+	if (ret)
+		return ret;
+	newdir = ufs_inode_get(fs, newdir_id);
+	if (!newdir)
+		return -ESTALE;
+	ret = parent_check(fs, newdir, req->args.name2);
+	/* A whiteout is a new inode: create it as the caller. */
+	if (!ret && (flags & RENAME_WHITEOUT))
+		ret = ufs_creds_enter(fs, req, &creds);
+	if (!ret) {
+		ret = renameat2(req->inode->fd, req->args.name, newdir->fd, req->args.name2, flags)
+			      ? -errno : 0;
+		ufs_creds_leave(&creds);
+	}
+	ufs_inode_put(fs, newdir);
+	return ret;
+}
+
+ssize_t ufs_op_rename(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_rename_in *in = req->args.op;
+
+	return do_rename(fs, req, in->newdir, 0);
+}
+
+ssize_t ufs_op_rename2(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_rename2_in *in = req->args.op;
+
+	return do_rename(fs, req, in->newdir, in->flags);
+}
+
+ssize_t ufs_op_statfs(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct fuse_statfs_out *out = req->out;
+	struct statfs sf;
+
+	(void)fs;
+	if (fstatfs(req->inode->control ? fs->root_fd : req->inode->fd, &sf))
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	out->st.blocks = sf.f_blocks;
+	out->st.bfree = sf.f_bfree;
+	out->st.bavail = sf.f_bavail;
+	out->st.files = sf.f_files;
+	out->st.ffree = sf.f_ffree;
+	out->st.bsize = sf.f_bsize;
+	out->st.namelen = sf.f_namelen;
+	out->st.frsize = sf.f_frsize;
+	return sizeof(*out);
+}
+
+ssize_t ufs_op_access(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_access_in *in = req->args.op;
+	struct ufs_creds creds;
+	char name[32];
+	int ret;
+
+	if (req->inode->control)
+		return in->mask & (W_OK | X_OK) ? -EACCES : 0;
+	if (ufs_proc_name(req->inode, name, sizeof(name)))
+		return -EBADF;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret)
+		return ret;
+	/* AT_EACCESS: check with the fs identity we just took, not the real one. */
+	ret = faccessat(fs->proc_fd, name, in->mask, AT_EACCESS) ? -errno : 0;
+	ufs_creds_leave(&creds);
+	return ret;
+}
+
+static void fill_sx_time(struct fuse_sx_time *t, const struct statx_timestamp *s)
+{
+	t->tv_sec = s->tv_sec;
+	t->tv_nsec = s->tv_nsec;
+}
+
+ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_statx_in *in = req->args.op;
+	struct fuse_statx_out *out = req->out;
+	struct fuse_statx *sx = &out->stat;
+	struct ufs_file *file = NULL;
+	struct statx stx;
+	int fd = req->inode->fd;
+	int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | (in->sx_flags & AT_STATX_SYNC_TYPE);
+
+	if (req->inode->control)
+		return -ENOSYS; /* the kernel falls back to GETATTR */
+	if (in->getattr_flags & FUSE_GETATTR_FH)
+		file = ufs_file_lookup(fs, in->fh);
+	if (file && file->fd >= 0)
+		fd = file->fd;
+	if (statx(fd, "", flags, in->sx_mask | STATX_BASIC_STATS, &stx))
+		return -errno;
+
+	memset(out, 0, sizeof(*out));
+	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
+	out->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	sx->mask = stx.stx_mask;
+	sx->blksize = stx.stx_blksize;
+	sx->attributes = stx.stx_attributes;
+	sx->nlink = stx.stx_nlink;
+	sx->uid = stx.stx_uid;
+	sx->gid = stx.stx_gid;
+	sx->mode = stx.stx_mode;
+	sx->ino = stx.stx_ino;
+	sx->size = stx.stx_size;
+	sx->blocks = stx.stx_blocks;
+	sx->attributes_mask = stx.stx_attributes_mask;
+	fill_sx_time(&sx->atime, &stx.stx_atime);
+	fill_sx_time(&sx->btime, &stx.stx_btime);
+	fill_sx_time(&sx->ctime, &stx.stx_ctime);
+	fill_sx_time(&sx->mtime, &stx.stx_mtime);
+	sx->rdev_major = stx.stx_rdev_major;
+	sx->rdev_minor = stx.stx_rdev_minor;
+	sx->dev_major = stx.stx_dev_major;
+	sx->dev_minor = stx.stx_dev_minor;
+	return sizeof(*out);
+}
+
+ssize_t ufs_op_syncfs(struct ufs_fs *fs, struct ufs_req *req)
+{
+	int fd, ret;
+
+	(void)req;
+	/* syncfs() refuses O_PATH descriptors. */
+	fd = ufs_reopen(fs, fs->root, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	ret = syncfs(fd) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+ssize_t ufs_op_destroy(struct ufs_fs *fs, struct ufs_req *req)
+{
+	(void)fs;
+	(void)req;
+	return 0;
+}
+
+ssize_t ufs_op_bmap(struct ufs_fs *fs, struct ufs_req *req)
+{
+	(void)fs;
+	(void)req;
+	return -ENOSYS; /* block maps are for fuseblk */
+}
+
+ssize_t ufs_op_poll(struct ufs_fs *fs, struct ufs_req *req)
+{
+	(void)fs;
+	(void)req;
+	return -ENOSYS; /* the kernel then treats files as always ready */
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Extended attributes: SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR.
+ *
+ * glibc has no *xattrat() calls, so an inode is named by its own descriptor
+ * as /proc/self/fd/N.  The kernel does not follow a symlink reached through
+ * such a magic link, so a symlink's own attributes are the ones touched and
+ * nothing outside SOURCE is.  The trusted. and security. namespaces follow
+ * the xattr_trusted and xattr_security settings.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "fs.h"
+#include "session.h"
+
+#define ACL_ACCESS "system.posix_acl_access"
+
+static int xattr_path(const struct ufs_inode *inode, char *path, size_t len)
+{
+	int n = snprintf(path, len, "/proc/self/fd/%d", inode->fd);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static bool has_prefix(const char *name, const char *prefix)
+{
+	return !strncmp(name, prefix, strlen(prefix));
+}
+
+/* Is this attribute name hidden by the namespace policy? */
+static bool xattr_denied(const struct ufs_fs *fs, const char *name)
+{
+	if (has_prefix(name, "trusted."))
+		return fs->cfg->xattr_trusted == UFS_XATTR_DENY;
+	if (has_prefix(name, "security."))
+		return fs->cfg->xattr_security == UFS_XATTR_DENY;
+	return false;
+}
+
+static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, size_t len)
+{
+	if (!fs->cfg->xattr)
+		return -EOPNOTSUPP;
+	if (req->inode->control)
+		return -ENODATA;
+	return xattr_path(req->inode, path, len);
+}
+
+ssize_t ufs_op_setxattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_setxattr_in *in = req->args.op;
+	const char *name = req->args.name;
+	char path[64];
+	struct stat st;
+	int ret;
+
+	ret = xattr_prepare(fs, req, path, sizeof(path));
+	if (ret)
+		return ret == -ENODATA ? -EPERM : ret;
+	if (xattr_denied(fs, name))
+		return -EPERM;
+	if (setxattr(path, name, req->args.data, req->args.data_len, in->flags))
+		return -errno;
+	/*
+	 * Setting an access ACL drops setgid when the caller is not in the
+	 * owning group; the kernel tells us with FUSE_SETXATTR_ACL_KILL_SGID.
+	 */
+	if (ufs_conn_has(fs->conn, FUSE_SETXATTR_EXT) &&
+	    (in->setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID) && !strcmp(name, ACL_ACCESS) &&
+	    !stat(path, &st) && (st.st_mode & S_ISGID))
+		chmod(path, st.st_mode & 07777 & ~S_ISGID);
+	return 0;
+}
+
+ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_getxattr_in *in = req->args.op;
+	char path[64];
+	ssize_t n;
+	int ret;
+
+	ret = xattr_prepare(fs, req, path, sizeof(path));
+	if (ret)
+		return ret;
+	if (xattr_denied(fs, req->args.name))
+		return -ENODATA;
+	if (!in->size) {
+		struct fuse_getxattr_out *out = req->out;
+
+		n = getxattr(path, req->args.name, NULL, 0);
+		if (n < 0)
+			return -errno;
+		memset(out, 0, sizeof(*out));
+		out->size = n;
+		return sizeof(*out);
+	}
+	n = getxattr(path, req->args.name, req->out,
+		     in->size < req->out_cap ? in->size : req->out_cap);
+	return n < 0 ? -errno : n;
+}
+
+/* Drop the names the policy hides from a listxattr buffer; returns the new length. */
+static size_t xattr_list_filter(const struct ufs_fs *fs, char *list, size_t len)
+{
+	size_t in = 0, out = 0;
+
+	while (in < len) {
+		size_t n = strnlen(list + in, len - in) + 1;
+
+		if (!xattr_denied(fs, list + in)) {
+			memmove(list + out, list + in, n);
+			out += n;
+		}
+		in += n;
+	}
+	return out;
+}
+
+ssize_t ufs_op_listxattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	const struct fuse_getxattr_in *in = req->args.op;
+	char path[64];
+	size_t cap;
+	ssize_t n;
+	int ret;
+
+	ret = xattr_prepare(fs, req, path, sizeof(path));
+	if (ret)
+		return ret == -ENODATA ? 0 : ret;
+	/*
+	 * Filtering may shrink the list, so always fetch all of it; the
+	 * reply buffer holds any list the kernel accepts (XATTR_LIST_MAX).
+	 */
+	cap = req->out_cap;
+	n = listxattr(path, req->out, cap);
+	if (n < 0)
+		return -errno;
+	n = xattr_list_filter(fs, req->out, n);
+	if (!in->size) {
+		struct fuse_getxattr_out *out = req->out;
+
+		memset(out, 0, sizeof(*out));
+		out->size = n;
+		return sizeof(*out);
+	}
+	return (size_t)n > in->size ? -ERANGE : n;
+}
+
+ssize_t ufs_op_removexattr(struct ufs_fs *fs, struct ufs_req *req)
+{
+	char path[64];
+	int ret;
+
+	ret = xattr_prepare(fs, req, path, sizeof(path));
+	if (ret)
+		return ret == -ENODATA ? -EPERM : ret;
+	if (xattr_denied(fs, req->args.name))
+		return -EPERM;
+	return removexattr(path, req->args.name) ? -errno : 0;
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Open files and the fh values the kernel holds for them.
+ *
+ * An fh is (generation << 32 | slot + 1), so a stale or forged fh from a
+ * broken request is refused instead of dereferenced.  Slots live in chunks
+ * that never move; lookups take no lock because the kernel never uses an fh
+ * concurrently with its RELEASE.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+#define CHUNK_SHIFT 10
+#define CHUNK_SLOTS (1u << CHUNK_SHIFT)
+#define MAX_CHUNKS 16384u	/* 16M open files */
+
+struct file_slot {
+	struct ufs_file *file;
+	uint32_t gen;
+	uint32_t next_free;	/* slot + 1, 0 ends the list */
+};
+
+static struct file_slot *slot_at(struct ufs_fs *fs, uint32_t index)
+{
+	struct ufs_file **chunk;
+
+	if (index >= __atomic_load_n(&fs->file_next, __ATOMIC_ACQUIRE))
+		return NULL;
+	chunk = fs->file_chunks[index >> CHUNK_SHIFT];
+	return (struct file_slot *)chunk + (index & (CHUNK_SLOTS - 1));
+}
+
+int ufs_file_table_init(struct ufs_fs *fs)
+{
+	fs->file_chunks = calloc(MAX_CHUNKS, sizeof(*fs->file_chunks));
+	if (!fs->file_chunks)
+		return -ENOMEM;
+	return pthread_mutex_init(&fs->file_lock, NULL) ? -ENOMEM : 0;
+}
+
+void ufs_file_table_destroy(struct ufs_fs *fs)
+{
+	for (uint32_t i = 0; i < fs->file_next; i++) {
+		struct file_slot *s = slot_at(fs, i);
+
+		if (s->file)
+			ufs_file_free(fs, s->file);
+	}
+	for (uint32_t c = 0; c < MAX_CHUNKS && fs->file_chunks[c]; c++)
+		free(fs->file_chunks[c]);
+	free(fs->file_chunks);
+	fs->file_chunks = NULL;
+	pthread_mutex_destroy(&fs->file_lock);
+}
+
+static int slot_alloc(struct ufs_fs *fs, uint32_t *index)
+{
+	struct file_slot *s;
+
+	if (fs->file_free_head) {
+		*index = fs->file_free_head - 1;
+		s = slot_at(fs, *index);
+		fs->file_free_head = s->next_free;
+		return 0;
+	}
+	if (fs->file_next == MAX_CHUNKS * CHUNK_SLOTS)
+		return -ENFILE;
+	if (!(fs->file_next & (CHUNK_SLOTS - 1))) {
+		void *chunk = calloc(CHUNK_SLOTS, sizeof(struct file_slot));
+
+		if (!chunk)
+			return -ENOMEM;
+		fs->file_chunks[fs->file_next >> CHUNK_SHIFT] = chunk;
+	}
+	*index = fs->file_next;
+	__atomic_store_n(&fs->file_next, fs->file_next + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh)
+{
+	struct file_slot *s;
+	uint32_t index;
+	int ret;
+
+	pthread_mutex_lock(&fs->file_lock);
+	ret = slot_alloc(fs, &index);
+	if (!ret) {
+		s = slot_at(fs, index);
+		__atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->file, file, __ATOMIC_RELEASE);
+		*fh = (uint64_t)s->gen << 32 | (index + 1);
+		fs->file_count++;
+	}
+	pthread_mutex_unlock(&fs->file_lock);
+	return ret;
+}
+
+struct ufs_file *ufs_file_lookup(struct ufs_fs *fs, uint64_t fh)
+{
+	uint32_t index = (uint32_t)fh - 1;
+	struct file_slot *s;
+
+	if (!(uint32_t)fh)
+		return NULL;
+	s = slot_at(fs, index);
+	if (!s || __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != fh >> 32)
+		return NULL;
+	return __atomic_load_n(&s->file, __ATOMIC_ACQUIRE);
+}
+
+struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh)
+{
+	struct ufs_file *file = NULL;
+	uint32_t index = (uint32_t)fh - 1;
+	struct file_slot *s;
+
+	pthread_mutex_lock(&fs->file_lock);
+	s = (uint32_t)fh ? slot_at(fs, index) : NULL;
+	if (s && s->gen == fh >> 32 && s->file) {
+		file = s->file;
+		__atomic_store_n(&s->file, NULL, __ATOMIC_RELEASE);
+		/* the old fh is dead from now on */
+		__atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
+		s->next_free = fs->file_free_head;
+		fs->file_free_head = index + 1;
+		fs->file_count--;
+	}
+	pthread_mutex_unlock(&fs->file_lock);
+	return file;
+}
+
+struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags)
+{
+	struct ufs_file *file = calloc(1, sizeof(*file));
+
+	if (!file)
+		return NULL;
+	if (pthread_mutex_init(&file->dir_lock, NULL)) {
+		free(file);
+		return NULL;
+	}
+	file->fd = fd;
+	file->flags = flags;
+	file->inode = inode;
+	return file;
+}
+
+/* Closes the descriptor and drops the file's inode reference. */
+void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file)
+{
+	if (file->fd >= 0)
+		close(file->fd);
+	free(file->dir_buf);
+	free(file->control_text);
+	pthread_mutex_destroy(&file->dir_lock);
+	ufs_inode_put(fs, file->inode);
+	free(file);
+}

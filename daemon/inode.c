@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The inode store.
+ *
+ * Every inode the kernel knows has one entry, found by our nodeid (the
+ * kernel's name for it) and by the backing (st_dev, st_ino), so hard links
+ * share an entry.  An entry lives while the kernel holds lookups on it
+ * (nlookup, dropped by FORGET) or a request in flight uses it (refs).
+ * Nodeids are never reused, so the generation is always 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+
+#define INODE_MIN_BUCKETS 1024
+
+static size_t hash_id(uint64_t id, size_t buckets)
+{
+	return (id * 0x9e3779b97f4a7c15ULL) >> 17 & (buckets - 1);
+}
+
+static size_t hash_key(dev_t dev, ino_t ino, size_t buckets)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
+
+	return (h ^ h >> 29) & (buckets - 1);
+}
+
+int ufs_inode_table_init(struct ufs_fs *fs)
+{
+	fs->buckets = INODE_MIN_BUCKETS;
+	fs->by_id = calloc(fs->buckets, sizeof(*fs->by_id));
+	fs->by_key = calloc(fs->buckets, sizeof(*fs->by_key));
+	if (!fs->by_id || !fs->by_key) {
+		free(fs->by_id);
+		free(fs->by_key);
+		return -ENOMEM;
+	}
+	fs->next_nodeid = FUSE_ROOT_ID + 1;
+	return pthread_mutex_init(&fs->inode_lock, NULL) ? -ENOMEM : 0;
+}
+
+static void inode_free(struct ufs_inode *inode)
+{
+	ufs_lock_release_all(inode);
+	if (inode->fd >= 0)
+		close(inode->fd);
+	pthread_mutex_destroy(&inode->lock);
+	free(inode);
+}
+
+void ufs_inode_table_destroy(struct ufs_fs *fs)
+{
+	for (size_t i = 0; i < fs->buckets; i++) {
+		struct ufs_inode *inode = fs->by_id[i];
+
+		while (inode) {
+			struct ufs_inode *next = inode->next_by_id;
+
+			inode_free(inode);
+			inode = next;
+		}
+	}
+	free(fs->by_id);
+	free(fs->by_key);
+	fs->by_id = fs->by_key = NULL;
+	pthread_mutex_destroy(&fs->inode_lock);
+}
+
+static void table_link(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	size_t i = hash_id(inode->nodeid, fs->buckets);
+	size_t k = hash_key(inode->dev, inode->ino, fs->buckets);
+
+	inode->next_by_id = fs->by_id[i];
+	fs->by_id[i] = inode;
+	inode->next_by_key = fs->by_key[k];
+	fs->by_key[k] = inode;
+}
+
+static void table_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	struct ufs_inode **pp;
+
+	for (pp = &fs->by_id[hash_id(inode->nodeid, fs->buckets)]; *pp; pp = &(*pp)->next_by_id) {
+		if (*pp == inode) {
+			*pp = inode->next_by_id;
+			break;
+		}
+	}
+	for (pp = &fs->by_key[hash_key(inode->dev, inode->ino, fs->buckets)]; *pp;
+	     pp = &(*pp)->next_by_key) {
+		if (*pp == inode) {
+			*pp = inode->next_by_key;
+			break;
+		}
+	}
+}
+
+/* Double the table when it is full; a failed allocation just keeps chains longer. */
+static void table_grow(struct ufs_fs *fs)
+{
+	size_t old = fs->buckets, n = old * 2;
+	struct ufs_inode **by_id = calloc(n, sizeof(*by_id));
+	struct ufs_inode **by_key = calloc(n, sizeof(*by_key));
+	struct ufs_inode **old_id = fs->by_id;
+
+	if (!by_id || !by_key) {
+		free(by_id);
+		free(by_key);
+		return;
+	}
+	free(fs->by_key);
+	fs->by_id = by_id;
+	fs->by_key = by_key;
+	fs->buckets = n;
+	for (size_t i = 0; i < old; i++) {
+		struct ufs_inode *inode = old_id[i];
+
+		while (inode) {
+			struct ufs_inode *next = inode->next_by_id;
+
+			table_link(fs, inode);
+			inode = next;
+		}
+	}
+	free(old_id);
+}
+
+static struct ufs_inode *find_by_id(struct ufs_fs *fs, uint64_t nodeid)
+{
+	struct ufs_inode *inode = fs->by_id[hash_id(nodeid, fs->buckets)];
+
+	while (inode && inode->nodeid != nodeid)
+		inode = inode->next_by_id;
+	return inode;
+}
+
+static struct ufs_inode *find_by_key(struct ufs_fs *fs, dev_t dev, ino_t ino)
+{
+	struct ufs_inode *inode = fs->by_key[hash_key(dev, ino, fs->buckets)];
+
+	while (inode && (inode->ino != ino || inode->dev != dev))
+		inode = inode->next_by_key;
+	return inode;
+}
+
+/*
+ * The inode for a nodeid the kernel sent, with a reference for the request.
+ * NULL if the kernel names an inode it has forgotten (a broken request).
+ */
+struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid)
+{
+	struct ufs_inode *inode;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_id(fs, nodeid);
+	if (inode)
+		inode->refs++;
+	pthread_mutex_unlock(&fs->inode_lock);
+	return inode;
+}
+
+/* Another reference for something that outlives the request (an open file). */
+void ufs_inode_ref(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	pthread_mutex_lock(&fs->inode_lock);
+	inode->refs++;
+	pthread_mutex_unlock(&fs->inode_lock);
+}
+
+/* The root and the control file live as long as the file system. */
+static bool inode_unused(const struct ufs_inode *inode)
+{
+	return !inode->nlookup && !inode->refs && inode->nodeid != FUSE_ROOT_ID &&
+	       !inode->control;
+}
+
+static void inode_release_locked(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	table_unlink(fs, inode);
+	fs->inode_count--;
+}
+
+void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	bool dead;
+
+	if (!inode)
+		return;
+	pthread_mutex_lock(&fs->inode_lock);
+	inode->refs--;
+	dead = inode_unused(inode);
+	if (dead)
+		inode_release_locked(fs, inode);
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (dead)
+		inode_free(inode);
+}
+
+/*
+ * Account one kernel lookup for the object fd refers to.  Takes ownership
+ * of fd: it becomes the new inode's descriptor, or is closed if the inode
+ * is already known.  Returns the inode with nlookup incremented, or NULL.
+ */
+struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st)
+{
+	struct ufs_inode *inode, *fresh;
+
+	fresh = calloc(1, sizeof(*fresh));
+	if (!fresh || pthread_mutex_init(&fresh->lock, NULL)) {
+		free(fresh);
+		close(fd);
+		return NULL;
+	}
+	fresh->dev = st->st_dev;
+	fresh->ino = st->st_ino;
+	fresh->type = st->st_mode & S_IFMT;
+	fresh->fd = fd;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_key(fs, st->st_dev, st->st_ino);
+	if (inode) {
+		inode->nlookup++;
+		pthread_mutex_unlock(&fs->inode_lock);
+		inode_free(fresh);
+		return inode;
+	}
+	fresh->nodeid = fs->next_nodeid++;
+	fresh->nlookup = 1;
+	if (fs->inode_count >= fs->buckets)
+		table_grow(fs);
+	table_link(fs, fresh);
+	fs->inode_count++;
+	pthread_mutex_unlock(&fs->inode_lock);
+	return fresh;
+}
+
+/* The root: nodeid FUSE_ROOT_ID, never forgotten, owns fd (SOURCE). */
+int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st)
+{
+	struct ufs_inode *root = calloc(1, sizeof(*root));
+
+	if (!root || pthread_mutex_init(&root->lock, NULL)) {
+		free(root);
+		return -ENOMEM;
+	}
+	root->nodeid = FUSE_ROOT_ID;
+	root->dev = st->st_dev;
+	root->ino = st->st_ino;
+	root->type = S_IFDIR;
+	root->fd = fd;
+	root->nlookup = 1;
+	pthread_mutex_lock(&fs->inode_lock);
+	table_link(fs, root);
+	fs->inode_count++;
+	pthread_mutex_unlock(&fs->inode_lock);
+	fs->root = root;
+	return 0;
+}
+
+void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup)
+{
+	struct ufs_inode *inode;
+	bool dead = false;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_id(fs, nodeid);
+	if (!inode) {
+		pthread_mutex_unlock(&fs->inode_lock);
+		ufs_log_once(UFS_LOG_WARN, "FORGET for unknown nodeid=%llu",
+			     (unsigned long long)nodeid);
+		return;
+	}
+	inode->nlookup = nlookup > inode->nlookup ? 0 : inode->nlookup - nlookup;
+	dead = inode_unused(inode);
+	if (dead)
+		inode_release_locked(fs, inode);
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (dead)
+		inode_free(inode);
+}
+
+size_t ufs_inode_count(struct ufs_fs *fs)
+{
+	size_t n;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	n = fs->inode_count;
+	pthread_mutex_unlock(&fs->inode_lock);
+	return n;
+}
+
+/*
+ * Is the object behind fd inside SOURCE?  A directory renamed out of SOURCE
+ * on the backing file system keeps its descriptor, so a lookup through it
+ * would reach outside.  The kernel's own spelling of the descriptor's path
+ * (/proc/self/fd/N) tells where it is now.  Returns 0 or -ENOENT.
+ */
+int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
+{
+	char name[32], path[PATH_MAX];
+	ssize_t n;
+
+	if (fs->root_path_len == 1)
+		return 0;	/* SOURCE is / */
+	snprintf(name, sizeof(name), "%d", fd);
+	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&
+	    ((size_t)n == fs->root_path_len || path[fs->root_path_len] == '/'))
+		return 0;
+	ufs_log_once(UFS_LOG_WARN, "refused to reach outside the source directory: %.*s was moved out of it",
+		     (int)n, path);
+	return -ENOENT;
+}
+
+int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (inode == fs->root || inode->control)
+		return 0;
+	return ufs_check_beneath_fd(fs, inode->fd);
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Logging targets.  Every line is written with one write(2) so lines from
+ * different workers never interleave.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static enum ufs_log_level log_level = UFS_LOG_INFO;
+static enum ufs_log_target log_target = UFS_LOG_TARGET_STDERR;
+
+void ufs_log_set_level(enum ufs_log_level level)
+{
+	__atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+}
+
+enum ufs_log_level ufs_log_get_level(void)
+{
+	return __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+}
+
+void ufs_log_set_target(enum ufs_log_target target)
+{
+	if (target == UFS_LOG_TARGET_SYSLOG)
+		openlog("uringfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log_target = target;
+}
+
+bool ufs_log_enabled(enum ufs_log_level level)
+{
+	return level <= ufs_log_get_level();
+}
+
+static const char *log_level_name(enum ufs_log_level level)
+{
+	switch (level) {
+	case UFS_LOG_ERR:
+		return "error";
+	case UFS_LOG_WARN:
+		return "warn";
+	case UFS_LOG_INFO:
+		return "info";
+	case UFS_LOG_DEBUG:
+		return "debug";
+	}
+	return "?";
+}
+
+void ufs_log(enum ufs_log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	int saved_errno = errno;
+	va_list ap;
+	int n = 0;
+
+	if (!ufs_log_enabled(level))
+		return;
+
+	va_start(ap, fmt);
+	if (log_target == UFS_LOG_TARGET_SYSLOG) {
+		vsyslog(level, fmt, ap);
+		va_end(ap);
+		errno = saved_errno;
+		return;
+	}
+	if (log_target == UFS_LOG_TARGET_JOURNAL)
+		n = snprintf(line, sizeof(line), "<%d>", level);
+	else
+		n = snprintf(line, sizeof(line), "uringfs: %s: ", log_level_name(level));
+	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	va_end(ap);
+
+	if (n >= (int)sizeof(line) - 1)
+		n = sizeof(line) - 2;
+	if (n > 0 && line[n - 1] != '\n')
+		line[n++] = '\n';
+	if (write(STDERR_FILENO, line, n) < 0) {
+		/* Nowhere left to report it. */
+	}
+	errno = saved_errno;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Logging: stderr in the foreground, stderr with <N> priority prefixes under
+ * systemd (journald reads them), syslog when detached.
+ */
+#ifndef UFS_LOG_H
+#define UFS_LOG_H
+
+#include <stdbool.h>
+#include <syslog.h>
+
+/* Levels are syslog priorities, so they map straight onto every target. */
+enum ufs_log_level {
+	UFS_LOG_ERR = LOG_ERR,
+	UFS_LOG_WARN = LOG_WARNING,
+	UFS_LOG_INFO = LOG_INFO,
+	UFS_LOG_DEBUG = LOG_DEBUG,
+};
+
+enum ufs_log_target {
+	UFS_LOG_TARGET_STDERR,
+	UFS_LOG_TARGET_JOURNAL,
+	UFS_LOG_TARGET_SYSLOG,
+};
+
+void ufs_log_set_level(enum ufs_log_level level);
+enum ufs_log_level ufs_log_get_level(void);
+void ufs_log_set_target(enum ufs_log_target target);
+bool ufs_log_enabled(enum ufs_log_level level);
+void ufs_log(enum ufs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define ufs_err(...) ufs_log(UFS_LOG_ERR, __VA_ARGS__)
+#define ufs_warn(...) ufs_log(UFS_LOG_WARN, __VA_ARGS__)
+#define ufs_info(...) ufs_log(UFS_LOG_INFO, __VA_ARGS__)
+#define ufs_dbg(...)                                                                               \
+	do {                                                                                       \
+		if (ufs_log_enabled(UFS_LOG_DEBUG))                                                \
+			ufs_log(UFS_LOG_DEBUG, __VA_ARGS__);                                       \
+	} while (0)
+
+/*
+ * Log a condition the kernel or a client can repeat at most once per call
+ * site (the kernel's pr_warn_once).
+ */
+#define ufs_log_once(level, ...)                                                                   \
+	do {                                                                                       \
+		static _Atomic bool ufs_logged_;                                                   \
+		if (!__atomic_exchange_n(&ufs_logged_, true, __ATOMIC_RELAXED))                    \
+			ufs_log(level, __VA_ARGS__);                                               \
+	} while (0)
+
+#endif /* UFS_LOG_H */

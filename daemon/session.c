@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * INIT negotiation: a pure function of the kernel's offer and the settings,
+ * so the unit tests can drive it with any offer.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session.h"
+
+#define PAGE_SIZE_FUSE 4096u
+
+/* Flags we take whenever the kernel offers them. */
+static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_ATOMIC_O_TRUNC |
+				      FUSE_EXPORT_SUPPORT | FUSE_BIG_WRITES | FUSE_DONT_MASK |
+				      FUSE_FLOCK_LOCKS | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
+				      FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_HANDLE_KILLPRIV_V2 |
+				      FUSE_POSIX_ACL | FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS |
+				      FUSE_WRITEBACK_CACHE | FUSE_SETXATTR_EXT | FUSE_INIT_EXT |
+				      FUSE_CREATE_SUPP_GROUP | FUSE_REQUEST_TIMEOUT |
+				      FUSE_OVER_IO_URING;
+
+/* Flags the settings can turn off, and the setting that does it. */
+static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
+{
+	uint64_t mask = ~0ULL;
+
+	if (!cfg->async_read)
+		mask &= ~FUSE_ASYNC_READ;
+	if (!cfg->posix_locks)
+		mask &= ~FUSE_POSIX_LOCKS;
+	if (!cfg->flock_locks)
+		mask &= ~FUSE_FLOCK_LOCKS;
+	if (!cfg->export_support)
+		mask &= ~FUSE_EXPORT_SUPPORT;
+	if (cfg->readdirplus == UFS_RDP_OFF)
+		mask &= ~(FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO);
+	else if (cfg->readdirplus == UFS_RDP_ON)
+		mask &= ~FUSE_READDIRPLUS_AUTO;
+	if (!cfg->parallel_dirops)
+		mask &= ~FUSE_PARALLEL_DIROPS;
+	if (!cfg->killpriv_v2)
+		mask &= ~FUSE_HANDLE_KILLPRIV_V2;
+	if (!cfg->posix_acl || !cfg->xattr)
+		mask &= ~(FUSE_POSIX_ACL | FUSE_DONT_MASK);
+	if (!cfg->cache_symlinks)
+		mask &= ~FUSE_CACHE_SYMLINKS;
+	if (!cfg->writeback_cache)
+		mask &= ~FUSE_WRITEBACK_CACHE;
+	if (!cfg->request_timeout)
+		mask &= ~FUSE_REQUEST_TIMEOUT;
+	if (!want_uring)
+		mask &= ~FUSE_OVER_IO_URING;
+	return mask;
+}
+
+static uint64_t offered_flags(const struct fuse_init_in *in, size_t in_len)
+{
+	uint64_t flags = in->flags;
+
+	/* flags2 exists only when the kernel sent the whole 7.36+ struct. */
+	if (in_len >= offsetof(struct fuse_init_in, flags2) + sizeof(in->flags2) &&
+	    (in->flags & FUSE_INIT_EXT))
+		flags |= (uint64_t)in->flags2 << 32;
+	return flags;
+}
+
+static const char *uring_off_reason(const struct ufs_config *cfg, bool want_uring,
+				    uint64_t offered)
+{
+	if (cfg->io_uring == UFS_SWITCH_OFF)
+		return "io_uring=off";
+	if (!(offered & FUSE_OVER_IO_URING))
+		return "kernel did not offer FUSE_OVER_IO_URING (enable_uring=N or kernel < 6.14)";
+	if (!want_uring)
+		return "io_uring rings unavailable";
+	return NULL;
+}
+
+int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struct ufs_config *cfg,
+		       bool want_uring, struct ufs_init_out *out, struct ufs_conn *conn)
+{
+	uint64_t flags;
+	uint32_t max_pages;
+
+	memset(out, 0, sizeof(*out));
+	memset(conn, 0, sizeof(*conn));
+	out->major = FUSE_KERNEL_VERSION;
+	out->minor = UFS_FUSE_MINOR;
+	if (in->major != FUSE_KERNEL_VERSION)
+		return -EPROTO;
+	/* 7.28 added max_pages and COPY_FILE_RANGE; older kernels are out of scope. */
+	if (in->minor < 28)
+		return -EPROTO;
+
+	conn->minor = in->minor < UFS_FUSE_MINOR ? in->minor : UFS_FUSE_MINOR;
+	conn->offered = offered_flags(in, in_len);
+	flags = conn->offered & always_wanted & config_mask(cfg, want_uring);
+	/* Bits 32 and up are read only with FUSE_INIT_EXT in the reply. */
+	if (flags >> 32)
+		flags |= FUSE_INIT_EXT;
+	conn->flags = flags;
+
+	/*
+	 * max_write above max_pages * 4K only inflates every io_uring payload
+	 * buffer (max_payload_sz takes the larger of the two), so keep them equal.
+	 */
+	max_pages = cfg->max_write / PAGE_SIZE_FUSE;
+	if (!(flags & FUSE_MAX_PAGES))
+		max_pages = 32; /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
+	if (max_pages > 65535)
+		max_pages = 65535;
+	conn->max_pages = max_pages;
+	conn->max_write = max_pages * PAGE_SIZE_FUSE;
+	if (conn->max_write > cfg->max_write)
+		conn->max_write = cfg->max_write;
+	conn->max_readahead = in->max_readahead;
+	conn->max_payload = conn->max_write > 8192 ? conn->max_write : 8192;
+	if ((size_t)max_pages * PAGE_SIZE_FUSE > conn->max_payload)
+		conn->max_payload = (size_t)max_pages * PAGE_SIZE_FUSE;
+
+	conn->uring_offered = (conn->offered & FUSE_OVER_IO_URING) != 0;
+	conn->uring = (flags & FUSE_OVER_IO_URING) != 0;
+	conn->uring_bufpool = conn->uring && (conn->offered & FUSE_HAS_IO_URING_BUFPOOL);
+	conn->uring_off_reason = conn->uring ? NULL : uring_off_reason(cfg, want_uring,
+								       conn->offered);
+
+	out->max_readahead = in->max_readahead;
+	out->flags = (uint32_t)flags;
+	out->flags2 = (uint32_t)(flags >> 32);
+	out->max_background = 64;
+	out->congestion_threshold = 48;
+	out->max_write = conn->max_write;
+	out->time_gran = 1;
+	out->max_pages = flags & FUSE_MAX_PAGES ? max_pages : 0;
+	if (flags & FUSE_REQUEST_TIMEOUT)
+		out->request_timeout = cfg->request_timeout;
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The FUSE connection: what INIT negotiated.  Written once by the INIT
+ * reply, before any worker starts; read-only afterwards.
+ */
+#ifndef UFS_SESSION_H
+#define UFS_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "fuse_abi.h"
+
+struct ufs_conn {
+	uint32_t minor;			/* protocol minor both sides speak */
+	uint64_t offered;		/* flags the kernel offered */
+	uint64_t flags;			/* flags we accepted */
+	uint32_t max_write;
+	uint32_t max_pages;
+	uint32_t max_readahead;
+	size_t max_payload;		/* io_uring payload buffer size the kernel computes */
+	bool uring;			/* FUSE_OVER_IO_URING accepted */
+	bool uring_bufpool;		/* the kernel has ADD_QUEUE, ADD_BUFPOOL, zero copy */
+	bool uring_offered;
+	const char *uring_off_reason;	/* why not, for the log and stats */
+};
+
+/*
+ * Decide the INIT reply from the kernel's offer and the configuration.
+ * in_len is the number of bytes of fuse_init_in that arrived.  want_uring
+ * says the daemon can serve io_uring (config allows it and the rings can be
+ * built).  Returns 0, or -EPROTO when the kernel speaks an unsupported major
+ * version (out->major then tells the kernel ours).
+ */
+int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struct ufs_config *cfg,
+		       bool want_uring, struct ufs_init_out *out, struct ufs_conn *conn);
+
+static inline bool ufs_conn_has(const struct ufs_conn *conn, uint64_t flag)
+{
+	return (conn->flags & flag) != 0;
+}
+
+#endif /* UFS_SESSION_H */

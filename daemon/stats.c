@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Counters, summed and printed as `name value` lines: the control file,
+ * `uringfs --stats`, SIGUSR1 and the systemd STATUS= line all read them here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "decode.h"
+#include "stats.h"
+
+void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src)
+{
+	const uint64_t *s = (const uint64_t *)src;
+	uint64_t *d = (uint64_t *)dst;
+
+	_Static_assert(sizeof(*src) % sizeof(uint64_t) == 0, "stats are u64 only");
+	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
+		d[i] += ufs_stat_read(&s[i]);
+}
+
+void ufs_stats_total(struct ufs_daemon *d, struct ufs_stats *total)
+{
+	memset(total, 0, sizeof(*total));
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		ufs_stats_sum(total, &d->workers[i].stats);
+	if (d->transport == UFS_TRANSPORT_URING)
+		ufs_stats_sum(total, &d->dev_reader.stats);
+}
+
+static void put_counters(FILE *f, const char *prefix, const struct ufs_stats *st)
+{
+	fprintf(f, "%srequests_ring %llu\n", prefix, (unsigned long long)st->requests_ring);
+	fprintf(f, "%srequests_dev %llu\n", prefix, (unsigned long long)st->requests_dev);
+	fprintf(f, "%sread_bytes %llu\n", prefix, (unsigned long long)st->read_bytes);
+	fprintf(f, "%swrite_bytes %llu\n", prefix, (unsigned long long)st->write_bytes);
+	fprintf(f, "%serrors %llu\n", prefix, (unsigned long long)st->errors);
+}
+
+static void put_u64(FILE *f, const char *name, uint64_t v)
+{
+	fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+/* "op_lookup 12": every opcode we know, so the set of names never changes. */
+static void put_op(FILE *f, unsigned int op, uint64_t count)
+{
+	const char *name = ufs_op_desc(op) ? ufs_opcode_name(op) : NULL;
+
+	if (!name)
+		return;
+	fputs("op_", f);
+	for (; *name; name++)
+		fputc(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name, f);
+	fprintf(f, " %llu\n", (unsigned long long)count);
+}
+
+char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
+{
+	struct ufs_stats total;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return NULL;
+	ufs_stats_total(d, &total);
+	fprintf(f, "transport %s\n", d->transport == UFS_TRANSPORT_URING ? "uring" : "dev");
+	fprintf(f, "queue_mode %s\n", d->queue_mode);
+	fprintf(f, "workers %u\n", d->nworkers);
+	fprintf(f, "zero_copy %s\n", d->zero_copy_state);
+	fprintf(f, "cfr_mode %s\n", d->cfr_mode);
+	fprintf(f, "protocol 7.%u\n", d->conn.minor);
+	put_counters(f, "", &total);
+	put_u64(f, "bad_requests", total.bad_requests);
+	put_u64(f, "interrupts", total.interrupts);
+	put_u64(f, "fallbacks", total.fallbacks);
+	put_u64(f, "zc_reads", total.zc_reads);
+	put_u64(f, "zc_read_bytes", total.zc_read_bytes);
+	put_u64(f, "zc_writes", total.zc_writes);
+	put_u64(f, "zc_write_bytes", total.zc_write_bytes);
+	put_u64(f, "bounce_reads", total.bounce_reads);
+	put_u64(f, "bounce_writes", total.bounce_writes);
+	put_u64(f, "copied_reads", total.copied_reads);
+	put_u64(f, "copied_writes", total.copied_writes);
+	put_u64(f, "cfr_ring", total.cfr_ring);
+	put_u64(f, "cfr_thread", total.cfr_thread);
+	put_u64(f, "cfr_sync", total.cfr_sync);
+	put_u64(f, "cfr_cancelled", total.cfr_cancelled);
+	put_u64(f, "cfr_bytes", total.cfr_bytes);
+	put_u64(f, "inodes", ufs_inode_count(&d->fs));
+	for (unsigned int op = 1; op < UFS_OPCODE_MAX; op++)
+		put_op(f, op, total.requests[op]);
+	for (unsigned int i = 0; i < d->nworkers; i++) {
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "worker%u_", i);
+		put_counters(f, prefix, &d->workers[i].stats);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	*len = size;
+	return buf;
+}

@@ -1,0 +1,913 @@
+"""Harness for the uringfs mount tests.
+
+Test modules (tests/mount/t_*.py) register cases with @case; the runner
+(tests/mount/run.py) runs them and prints TAP.  This module provides:
+
+- configuration from the environment (UFS_DAEMON, UFS_OPTS,
+  UFS_EXPECT_TRANSPORT, UFS_BUILDDIR) and the 'bind' reference variant;
+- Mount, a context manager that mounts a source directory through the daemon
+  (or a bind mount) and requires a clean unmount and exit status 0;
+- Work, a case's private directory, made both in the backing directory and
+  in a plain reference directory, to compare the two;
+- as_user() and Child, forked helpers that run code as another user or as a
+  second process;
+- assertion helpers that say what was expected and what came instead.
+"""
+
+import atexit
+import collections
+import contextlib
+import errno
+import grp
+import itertools
+import os
+import pickle
+import pwd
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import zlib
+
+FSTYPE = 'fuse.uringfs'
+CONTROL = '.uringfs'
+TEST_USER = 'ufs-test'
+TEST_GROUP = 'ufs-grp'
+MOUNT_TIMEOUT = 10.0
+EXIT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 60
+
+# Fields of os.stat_result that a passthrough must carry unchanged from the
+# backing file (atime may differ: reads through the mount update it).
+STAT_FIELDS = ('st_ino', 'st_mode', 'st_nlink', 'st_uid', 'st_gid', 'st_size',
+               'st_blocks', 'st_mtime_ns', 'st_ctime_ns')
+
+# Named variants: options appended to every mount and the transport that the
+# control file must then report.
+VARIANTS = {
+    'bind': {'daemon': 'bind'},
+    'default': {},
+    'dev': {'opts': 'io_uring=off', 'transport': 'dev'},
+    'uring': {'opts': 'io_uring=on', 'transport': 'uring'},
+}
+
+
+class Skip(Exception):
+    """Raised by a case that cannot run here; reported as a TAP SKIP."""
+
+
+class HarnessError(Exception):
+    """The harness could not set up or tear down what a case needs."""
+
+
+class CaseTimeout(BaseException):
+    """Raised by SIGALRM when a case overruns its time.
+
+    A BaseException so that a case's own `except Exception` cannot swallow it.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Configuration
+
+class Config:
+    """What to run: the daemon (or 'bind'), extra options, expected transport."""
+
+    def __init__(self, variant=None, env=os.environ):
+        preset = VARIANTS.get(variant or 'default')
+        if preset is None:
+            raise HarnessError(f'unknown variant {variant!r}; '
+                               f'known: {", ".join(sorted(VARIANTS))}')
+        self.daemon = preset.get('daemon') or env.get('UFS_DAEMON') or _default_daemon(env)
+        self.bind = self.daemon == 'bind'
+        self.variant = variant or ('bind' if self.bind else 'default')
+        self.opts = join_opts(preset.get('opts'), env.get('UFS_OPTS'))
+        self.expect_transport = env.get('UFS_EXPECT_TRANSPORT', preset.get('transport'))
+
+
+def _default_daemon(env):
+    top = env.get('UFS_BUILDDIR') or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  '..', '..')
+    return os.path.normpath(os.path.join(top, 'daemon', 'uringfs'))
+
+
+_config = None
+
+
+def configure(variant=None):
+    """Set the run's configuration (called once by the runner)."""
+    global _config
+    _config = Config(variant)
+    return _config
+
+
+def config():
+    if _config is None:
+        configure()
+    return _config
+
+
+def require_daemon(why='needs the real daemon'):
+    """Skip the calling case on the bind variant."""
+    if config().bind:
+        raise Skip(f'bind variant: {why}')
+
+
+def join_opts(*parts):
+    """Join comma-separated option strings, dropping empty ones."""
+    return ','.join(p for p in parts if p)
+
+
+# ---------------------------------------------------------------------------
+# Case registration
+
+Case = collections.namedtuple('Case', 'name fn module root user mount opts timeout')
+CASES = []
+
+
+def case(fn=None, *, name=None, root=False, user=False, mount=True, opts=None,
+         timeout=DEFAULT_TIMEOUT):
+    """Register a test case; usable as @case or @case(...).
+
+    root: skip unless running as root.  user: skip unless the test user
+    exists.  mount: if true the case is called with the module's shared Mount
+    for `opts` (one per distinct opts); if false it is called with no
+    argument and makes its own mounts.  timeout: seconds before it fails.
+    """
+    def register(f):
+        CASES.append(Case(name or f.__name__, f, f.__module__, root, user, mount,
+                          opts, timeout))
+        return f
+    return register(fn) if fn is not None else register
+
+
+def check_requirements(c):
+    """Raise Skip if the case cannot run in this environment."""
+    if (c.root or c.user) and os.geteuid() != 0:
+        raise Skip('needs root')
+    if c.user:
+        test_user()
+
+
+# ---------------------------------------------------------------------------
+# Assertions
+
+def errname(code):
+    return errno.errorcode.get(code, str(code))
+
+
+Outcome = collections.namedtuple('Outcome', 'value err')
+Outcome.__str__ = lambda o: errname(o.err) if o.err else repr(o.value)
+
+
+def outcome(fn, *args, **kwargs):
+    """Call fn; return Outcome(value, None) or Outcome(None, errno)."""
+    try:
+        return Outcome(fn(*args, **kwargs), None)
+    except OSError as e:
+        return Outcome(None, e.errno)
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def check_eq(got, want, what):
+    if got != want:
+        raise AssertionError(f'{what}: expected {want!r}, got {got!r}')
+
+
+def check_errno(want, fn, *args, what=None, **kwargs):
+    """fn(*args) must fail with errno want (an int or a tuple of ints)."""
+    wants = want if isinstance(want, tuple) else (want,)
+    what = what or _call_text(fn, args)
+    try:
+        value = fn(*args, **kwargs)
+    except OSError as e:
+        if e.errno not in wants:
+            raise AssertionError(f'{what}: expected {"/".join(map(errname, wants))}, '
+                                 f'got {errname(e.errno)} ({e})') from None
+        return e.errno
+    raise AssertionError(f'{what}: expected {"/".join(map(errname, wants))}, '
+                         f'got success ({value!r})')
+
+
+def _call_text(fn, args):
+    name = getattr(fn, '__qualname__', repr(fn))
+    return f'{name}({", ".join(map(repr, args))})'
+
+
+def check_same(got, want, what):
+    """Two outcomes (or plain values) must be equal: mount side vs reference."""
+    if got != want:
+        raise AssertionError(f'{what}: mount gave {got}, reference gave {want}')
+
+
+def check_stat(got, want, what, fields=STAT_FIELDS):
+    """Two stat results must agree on fields; name every field that differs."""
+    diffs = [f'{f}: mount {_fmt_field(f, getattr(got, f))} != '
+             f'backing {_fmt_field(f, getattr(want, f))}'
+             for f in fields if getattr(got, f) != getattr(want, f)]
+    if diffs:
+        raise AssertionError(f'{what}: ' + '; '.join(diffs))
+
+
+def _fmt_field(name, value):
+    return oct(value) if name == 'st_mode' else repr(value)
+
+
+def check_same_stat(mnt_path, src_path, follow=True, fields=STAT_FIELDS):
+    """stat through the mount must equal stat of the backing file."""
+    st = os.stat if follow else os.lstat
+    check_stat(st(mnt_path), st(src_path), mnt_path, fields)
+
+
+# ---------------------------------------------------------------------------
+# Files
+
+def pattern(n, seed=0):
+    """n deterministic pseudo-random bytes."""
+    return random.Random(seed).randbytes(n)
+
+
+def write_file(path, data=b'', mode=0o644):
+    """Create or truncate path and write data; a new file gets mode & ~umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_file(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+@contextlib.contextmanager
+def opened(path, flags=os.O_RDONLY, mode=0o644, **kwargs):
+    """os.open as a context manager: the descriptor is always closed."""
+    fd = os.open(path, flags, mode, **kwargs)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def snapshot(root, xattrs=True):
+    """Everything observable about a tree, to compare two trees.
+
+    Maps each relative path ('.' for root) to (type, permission bits, size,
+    link count, contents / symlink target / sorted names, user xattrs).
+    Directory sizes are left out: they depend on the directory's history.
+    """
+    result = {'.': _describe(root, xattrs)}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            result[os.path.relpath(path, root)] = _describe(path, xattrs)
+    return result
+
+
+def _describe(path, xattrs):
+    st = os.lstat(path)
+    kind = stat.S_IFMT(st.st_mode)
+    if stat.S_ISREG(kind):
+        body = read_file(path)
+    elif stat.S_ISLNK(kind):
+        body = os.readlink(path)
+    elif stat.S_ISDIR(kind):
+        body = tuple(sorted(os.listdir(path)))
+    else:
+        body = st.st_rdev
+    size = None if stat.S_ISDIR(kind) else st.st_size
+    attrs = None
+    if xattrs and not stat.S_ISLNK(kind):
+        attrs = tuple(sorted((n, os.getxattr(path, n)) for n in os.listxattr(path)
+                             if n.startswith('user.')))
+    return (kind, stat.S_IMODE(st.st_mode), size, st.st_nlink, body, attrs)
+
+
+def check_snapshots(got, want, what):
+    """Compare two snapshot() results and name the first differences."""
+    if got == want:
+        return
+    diffs = []
+    for rel in sorted(set(got) | set(want)):
+        a, b = got.get(rel), want.get(rel)
+        if a != b:
+            diffs.append(f'{rel}: mount {_short(a)} / reference {_short(b)}')
+    raise AssertionError(f'{what}: trees differ: ' + '; '.join(diffs[:8]))
+
+
+def _short(desc):
+    if desc is None:
+        return 'missing'
+    kind, mode, size, nlink, body, attrs = desc
+    if isinstance(body, bytes) and len(body) > 40:
+        body = f'<{len(body)} bytes, crc32 {zlib.crc32(body):08x}>'
+    return (f'(type {oct(kind)}, mode {oct(mode)}, size {size}, nlink {nlink}, '
+            f'{body!r}, xattrs {attrs})')
+
+
+# ---------------------------------------------------------------------------
+# Users
+
+def test_user(name=TEST_USER):
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        raise Skip(f'user {name} missing (useradd -m {name})') from None
+
+
+def test_group(name=TEST_GROUP):
+    try:
+        return grp.getgrnam(name)
+    except KeyError:
+        raise Skip(f'group {name} missing (groupadd {name})') from None
+
+
+def _gid(g):
+    return g if isinstance(g, int) else grp.getgrnam(g).gr_gid
+
+
+def _user_ids(user, groups):
+    pw = test_user(user) if isinstance(user, str) else pwd.getpwuid(user)
+    gids = (os.getgrouplist(pw.pw_name, pw.pw_gid) if groups is None
+            else [_gid(g) for g in groups])
+    return pw.pw_uid, pw.pw_gid, gids
+
+
+# ---------------------------------------------------------------------------
+# Forked helpers
+
+_children = set()
+
+
+class Channel:
+    """Length-prefixed pickled messages over a socket."""
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def send(self, obj):
+        data = pickle.dumps(obj)
+        self.sock.sendall(struct.pack('=I', len(data)) + data)
+
+    def recv(self, timeout=30.0):
+        head = self._read(4, timeout)
+        return pickle.loads(self._read(struct.unpack('=I', head)[0], timeout))
+
+    def _read(self, n, timeout):
+        buf = b''
+        deadline = time.monotonic() + timeout
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                raise HarnessError(f'no answer from the other process within {timeout} s')
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError('the other process closed the channel')
+            buf += chunk
+        return buf
+
+
+class _ChildEnd(Channel):
+    """The child's side: what it sends arrives as a message for Child.recv()."""
+
+    def send(self, obj):
+        super().send(('msg', obj, None))
+
+    def finish(self, kind, value, text):
+        super().send((kind, value, text))
+
+
+class Child:
+    """A forked process running fn(chan, *args), optionally as another user.
+
+    The child and the parent talk over chan (Channel).  Child.recv() returns
+    the child's next chan.send(); join() returns fn's return value.  An
+    exception in the child (OSError with its errno included) is re-raised in
+    the parent by recv()/join().
+    """
+
+    def __init__(self, fn, *args, user=None, groups=None):
+        ids = _user_ids(user, groups) if user is not None else None
+        parent_sock, child_sock = socket.socketpair()
+        self.pid = os.fork()
+        if self.pid == 0:
+            parent_sock.close()
+            _child_main(_ChildEnd(child_sock), fn, args, ids)
+        child_sock.close()
+        _children.add(self.pid)
+        self.chan = Channel(parent_sock)
+        self.status = None
+
+    def send(self, obj):
+        self.chan.send(obj)
+
+    def recv(self, timeout=30.0):
+        kind, value = self._recv(timeout)
+        if kind == 'msg':
+            return value
+        raise HarnessError(f'child {self.pid} finished instead of sending ({value!r})')
+
+    def join(self, timeout=30.0):
+        """Wait for fn to return; return its value."""
+        while True:
+            kind, value = self._recv(timeout)
+            if kind == 'result':
+                self._reap()
+                return value
+
+    def _recv(self, timeout):
+        try:
+            kind, value, text = self.chan.recv(timeout)
+        except EOFError:
+            self._reap()
+            raise HarnessError(f'child {self.pid} died ({_status_text(self.status)})') from None
+        if kind == 'error':
+            self._reap()
+            if isinstance(value, BaseException):
+                value.add_note(f'in child process:\n{text}')
+                raise value
+            raise HarnessError(f'child {self.pid} failed:\n{text}')
+        return kind, value
+
+    def _reap(self):
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
+            _children.discard(self.pid)
+            self.chan.sock.close()
+
+    def kill(self):
+        if self.status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._reap()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+
+def _child_main(chan, fn, args, ids):
+    status = 0
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if ids:
+            uid, gid, gids = ids
+            os.setgroups(gids)
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+        chan.finish('result', fn(chan, *args), None)
+    except BaseException as e:  # everything goes back to the parent
+        text = traceback.format_exc()
+        try:
+            chan.finish('error', e, text)
+        except Exception:
+            chan.finish('error', None, text)
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _status_text(status):
+    if status is None:
+        return 'still running'
+    if os.WIFSIGNALED(status):
+        return f'killed by signal {os.WTERMSIG(status)}'
+    return f'exit status {os.WEXITSTATUS(status)}'
+
+
+def as_user(fn, *args, user=TEST_USER, groups=None, timeout=30.0, **kwargs):
+    """Run fn(*args, **kwargs) in a child that has dropped to user.
+
+    groups: supplementary groups (names or gids); default: the user's groups
+    from the group database.  Returns fn's result; re-raises its exception,
+    an OSError keeping its errno.  fn's result must be picklable.
+    """
+    with Child(lambda _chan: fn(*args, **kwargs), user=user, groups=groups) as c:
+        return c.join(timeout)
+
+
+# ---------------------------------------------------------------------------
+# Mounts
+
+_run_dir = None
+_mount_ids = itertools.count(1)
+_live_mounts = []
+MOUNT_HISTORY = []
+
+
+def run_dir():
+    """The per-run scratch directory (world-traversable for the test user)."""
+    global _run_dir
+    if _run_dir is None:
+        _run_dir = os.path.realpath(tempfile.mkdtemp(prefix='ufs-run-'))
+        os.chmod(_run_dir, 0o755)
+    return _run_dir
+
+
+def scratch_dir(label):
+    """A new empty directory under the run directory."""
+    path = os.path.join(run_dir(), f'{label}-{next(_mount_ids):03d}')
+    os.mkdir(path)
+    return path
+
+
+MountEntry = collections.namedtuple('MountEntry', 'mountpoint fstype source options superopts')
+
+
+def _unescape(field):
+    """Undo mountinfo's octal escapes (space, tab, newline, backslash)."""
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_entries():
+    """Mounts of this namespace from /proc/self/mountinfo, in mount order."""
+    entries = []
+    with open('/proc/self/mountinfo') as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index('-')
+            entries.append(MountEntry(_unescape(fields[4]), fields[sep + 1],
+                                      _unescape(fields[sep + 2]), fields[5].split(','),
+                                      fields[sep + 3].split(',')))
+    return entries
+
+
+def mount_entry(path):
+    """The topmost mount at path, or None."""
+    found = [e for e in mount_entries() if e.mountpoint == path]
+    return found[-1] if found else None
+
+
+class Mount:
+    """Mount `source` (default: a fresh src/) at a fresh mnt/ for a with-block.
+
+    On entry the daemon is started in the foreground (`-f -o OPTS SRC MNT`,
+    output to the log file) and the mount must appear in mountinfo with
+    fstype fuse.uringfs within 10 s while the daemon stays alive.  On exit
+    `fusermount3 -u` must succeed and the daemon must exit by itself with
+    status 0 within 10 s.  With the bind variant, `mount --bind` / `umount`
+    stand in for the daemon.
+
+    Attributes: src, mnt, ref (a plain directory on the same file system as
+    src, for reference results), tmp (outside the mount), base (their parent),
+    pid (the daemon's, None for bind), user (the daemon's user or None).
+    """
+
+    def __init__(self, opts=None, user=None, source=None):
+        cfg = config()
+        self.bind = cfg.bind
+        self.daemon = cfg.daemon
+        self.opts = join_opts(opts, cfg.opts)
+        self.user = user
+        self.base = scratch_dir('m')
+        self.src = os.path.realpath(source) if source else os.path.join(self.base, 'src')
+        self.mnt = os.path.join(self.base, 'mnt')
+        self.ref = os.path.join(self.base, 'ref')
+        self.tmp = os.path.join(self.base, 'tmp')
+        self.log = os.path.join(self.base, 'log')
+        self.proc = None
+        self.mounted = False
+        self.killed = False
+        self._work_ids = itertools.count(1)
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def __repr__(self):
+        return f'<Mount {self.mnt} opts={self.opts!r}>'
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.abort()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.stop()
+            return
+        try:
+            self.stop()
+        except Exception as e:
+            if exc is not None:
+                exc.add_note(f'and the unmount failed too: {e}')
+            self.abort()
+
+    # -- starting
+
+    def start(self):
+        if self.bind and self.user:
+            raise Skip('bind variant: only the daemon can mount as an ordinary user')
+        for d in (self.src, self.mnt, self.ref, self.tmp):
+            os.makedirs(d, exist_ok=True)
+        if self.user:
+            uid, gid, _ = _user_ids(self.user, None)
+            for d in (self.mnt, self.ref, self.tmp) + (() if self.src_given else (self.src,)):
+                os.chown(d, uid, gid)
+        _live_mounts.append(self)
+        MOUNT_HISTORY.append(self)
+        if self.bind:
+            self._run(['mount', '--bind', self.src, self.mnt], as_daemon_user=False)
+        else:
+            self._spawn()
+        self._wait_mounted()
+        self.mounted = True
+        self._check_transport()
+
+    @property
+    def src_given(self):
+        return self.src != os.path.join(self.base, 'src')
+
+    def _user_kwargs(self):
+        if not self.user:
+            return {}
+        uid, gid, _ = _user_ids(self.user, None)
+        home = pwd.getpwuid(uid).pw_dir
+        return {'user': uid, 'group': gid, 'extra_groups': [],
+                'env': dict(os.environ, HOME=home, USER=pwd.getpwuid(uid).pw_name)}
+
+    def _spawn(self):
+        if not os.access(self.daemon, os.X_OK):
+            raise HarnessError(f'daemon {self.daemon} is not an executable '
+                               '(set UFS_DAEMON or UFS_BUILDDIR)')
+        cmd = [self.daemon, '-f'] + (['-o', self.opts] if self.opts else []) + [self.src, self.mnt]
+        with open(self.log, 'ab') as log:
+            log.write(f'# {" ".join(cmd)}\n'.encode())
+            log.flush()
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         **self._user_kwargs())
+
+    def _wait_mounted(self):
+        deadline = time.monotonic() + MOUNT_TIMEOUT
+        while True:
+            entry = mount_entry(self.mnt)
+            if entry and (self.bind or entry.fstype == FSTYPE):
+                self.entry = entry
+                return
+            if self.proc and self.proc.poll() is not None:
+                raise HarnessError(f'daemon exited with status {self.proc.returncode} before '
+                                   f'mounting {self.mnt}' + self.log_tail())
+            if time.monotonic() > deadline:
+                got = f' (found fstype {entry.fstype})' if entry else ''
+                raise HarnessError(f'no {FSTYPE} mount at {self.mnt} after {MOUNT_TIMEOUT} s'
+                                   + got + self.log_tail())
+            time.sleep(0.05)
+
+    def _check_transport(self):
+        want = config().expect_transport
+        if not want or self.bind:
+            return
+        stats = self.stats()
+        if stats is None:
+            raise HarnessError(f'UFS_EXPECT_TRANSPORT={want} but {CONTROL} does not exist')
+        if str(stats.get('transport')) != want:
+            raise HarnessError(f'transport is {stats.get("transport")!r}, expected {want!r} '
+                               f'(stats: {stats})' + self.log_tail())
+
+    # -- stopping
+
+    def stop(self):
+        """Unmount as a user would; the daemon must exit 0 by itself."""
+        if not self.mounted:
+            return
+        cmd = ['umount', self.mnt] if self.bind else ['fusermount3', '-u', self.mnt]
+        self._run(cmd, as_daemon_user=True)
+        self.mounted = False
+        if self.proc:
+            self.wait_exit()
+        self._forget()
+
+    def terminate(self, sig=signal.SIGTERM):
+        """Send sig to the daemon; it must unmount and exit 0 by itself."""
+        self.proc.send_signal(sig)
+        self.ended(f'signal {sig}')
+
+    def ended(self, how):
+        """The mount was ended from outside (umount, a signal): the daemon must
+        exit 0 and the mount must be gone."""
+        self.wait_exit()
+        self.mounted = False
+        self._forget()
+        if mount_entry(self.mnt):
+            raise AssertionError(f'{self.mnt} still mounted after the daemon exited on {how}')
+
+    def wait_exit(self, timeout=EXIT_TIMEOUT):
+        """Wait for the daemon to exit; it must exit with status 0."""
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.abort()
+            raise AssertionError(f'daemon {self.pid} did not exit within {timeout} s'
+                                 + self.log_tail()) from None
+        if rc != 0:
+            raise AssertionError(f'daemon exited with status {rc}, expected 0' + self.log_tail())
+
+    def abort(self):
+        """Safety net: lazy unmount and kill the daemon, whatever its state."""
+        if mount_entry(self.mnt):
+            for cmd in (['fusermount3', '-u', '-z', self.mnt], ['umount', '-l', self.mnt]):
+                if subprocess.run(cmd, capture_output=True).returncode == 0:
+                    break
+        self.mounted = False
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(1)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._forget()
+
+    def kill_daemon(self):
+        """SIGKILL the daemon: aborts the FUSE connection, ending any hung request."""
+        if self.proc and self.proc.poll() is None:
+            self.killed = True
+            self.proc.kill()
+
+    def _forget(self):
+        if self in _live_mounts:
+            _live_mounts.remove(self)
+
+    def _run(self, cmd, as_daemon_user):
+        kwargs = self._user_kwargs() if as_daemon_user else {}
+        r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           **kwargs)
+        if r.returncode != 0:
+            raise HarnessError(f'{" ".join(cmd)} failed with status {r.returncode}: '
+                               f'{r.stderr.strip()}' + self.log_tail())
+
+    # -- state
+
+    def alive(self):
+        """The daemon is running and the mount is still there."""
+        return (not self.killed and (self.proc is None or self.proc.poll() is None)
+                and mount_entry(self.mnt) is not None)
+
+    def log_text(self):
+        try:
+            with open(self.log, 'rb') as f:
+                return f.read().decode(errors='replace')
+        except FileNotFoundError:
+            return ''
+
+    def log_tail(self, lines=20):
+        text = self.log_text().rstrip('\n')
+        if not text:
+            return ''
+        tail = text.split('\n')[-lines:]
+        return f'\ndaemon log ({self.log}), last {len(tail)} lines:\n' + '\n'.join(tail)
+
+    def stats(self):
+        """The control file's `name value` lines as a dict, or None if absent."""
+        path = os.path.join(self.mnt, CONTROL)
+        try:
+            if self.user:
+                text = as_user(read_file, path, user=self.user)
+            else:
+                text = read_file(path)
+        except FileNotFoundError:
+            return None
+        stats = {}
+        for line in text.decode().splitlines():
+            name, _, value = line.strip().partition(' ')
+            if name:
+                value = value.strip()
+                stats[name] = int(value) if value.lstrip('-').isdigit() else value
+        return stats
+
+    def work(self, name):
+        """A fresh Work directory pair for one case."""
+        return Work(self, f'{name}-{next(self._work_ids)}')
+
+
+class Work:
+    """A case's private directory: src/NAME (seen as mnt/NAME) and ref/NAME.
+
+    setup() prepares both sides directly (backing and reference); both()
+    runs the same operation through the mount and on the reference and
+    requires the same outcome.
+    """
+
+    def __init__(self, m, name):
+        self.m = m
+        self.src = os.path.join(m.src, name)
+        self.mnt = os.path.join(m.mnt, name)
+        self.ref = os.path.join(m.ref, name)
+        os.mkdir(self.src)
+        os.mkdir(self.ref)
+
+    def setup(self, fn, *args):
+        """fn(dir, *args) on the backing directory and on the reference."""
+        fn(self.src, *args)
+        fn(self.ref, *args)
+
+    def both(self, fn, *args, what=None):
+        """fn(dir, *args) through the mount and on the reference.
+
+        The outcomes (return value or errno) must be equal; returns the
+        mount side's Outcome.
+        """
+        got = outcome(fn, self.mnt, *args)
+        want = outcome(fn, self.ref, *args)
+        check_same(got, want, what or _call_text(fn, args))
+        return got
+
+    def same_tree(self, what='tree'):
+        """The subtree through the mount must look like the reference subtree."""
+        check_snapshots(snapshot(self.mnt), snapshot(self.ref), what)
+
+
+# ---------------------------------------------------------------------------
+# Time limits and the safety net
+
+@contextlib.contextmanager
+def deadline(seconds, grace=5.0):
+    """Fail the block with CaseTimeout after `seconds`.
+
+    SIGALRM interrupts the main thread.  If it is stuck in the kernel on a
+    hung FUSE request (a signal cannot end that), a watchdog kills the
+    daemons and helper processes `grace` seconds later, which aborts the
+    connection and lets the block fail.
+    """
+    def on_alarm(signum, frame):
+        raise CaseTimeout(f'timed out after {seconds} s')
+
+    done = threading.Event()
+
+    def watchdog():
+        if not done.wait(seconds + grace):
+            kill_everything()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    thread = threading.Thread(target=watchdog, daemon=True)
+    thread.start()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        done.set()
+        signal.signal(signal.SIGALRM, old)
+        thread.join()
+
+
+def kill_everything():
+    """SIGKILL every daemon and helper process this run started."""
+    for m in list(_live_mounts):
+        m.kill_daemon()
+    for pid in list(_children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def cleanup():
+    """Unmount and stop everything still running; remove the run directory."""
+    for pid in list(_children):
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    _children.clear()
+    for m in reversed(list(_live_mounts)):
+        m.abort()
+    if _run_dir is None or os.environ.get('UFS_KEEP'):
+        return
+    busy = [e.mountpoint for e in mount_entries() if e.mountpoint.startswith(_run_dir + '/')]
+    if busy:
+        print(f'ufs: not removing {_run_dir}: still mounted: {busy}', file=sys.stderr)
+        return
+    shutil.rmtree(_run_dir, ignore_errors=True)
+
+
+def install_safety_net():
+    """Make SIGTERM/SIGINT/SIGHUP exit through atexit, which runs cleanup()."""
+    def on_signal(signum, frame):
+        sys.exit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+
+atexit.register(cleanup)

@@ -1,0 +1,230 @@
+"""File locks between processes: fcntl POSIX locks and flock.
+
+Each case runs twice: with the daemon doing the locking (default options)
+and with posix_locks=off,flock_locks=off, where the kernel keeps the locks
+itself.  Both must behave like the reference directory.
+"""
+
+import errno
+import fcntl
+import os
+import signal
+import time
+
+import ufs
+import ufs_sys as sx
+from ufs import case, check, check_eq, opened
+
+E = errno
+LOCAL = 'posix_locks=off,flock_locks=off'
+WR, RD, UN = fcntl.F_WRLCK, fcntl.F_RDLCK, fcntl.F_UNLCK
+
+
+def lock_case(fn):
+    """Register fn(m) once per locking mode."""
+    case(name=fn.__name__)(fn)
+    case(name=f'{fn.__name__}[{LOCAL}]', opts=LOCAL)(fn)
+    return fn
+
+
+def on_both(m, name, fn):
+    """fn(path) on a fresh file through the mount and in the reference dir."""
+    w = m.work(name)
+    w.setup(lambda d: ufs.write_file(f'{d}/f', bytes(200)))
+    got = ufs.outcome(fn, f'{w.mnt}/f')
+    want = ufs.outcome(fn, f'{w.ref}/f')
+    return got, want
+
+
+def holder(chan, path, ltype, start, length):
+    """Child: lock [start, start+length) of path, report, then obey commands."""
+    fd = os.open(path, os.O_RDWR)
+    extra = os.open(path, os.O_RDONLY)
+    sx.lock(fd, fcntl.F_SETLK, ltype, start, length)
+    chan.send(('locked', os.getpid()))
+    while True:
+        cmd, arg = chan.recv()
+        if cmd == 'unlock-after':
+            time.sleep(arg)
+            before = time.monotonic()
+            sx.lock(fd, fcntl.F_SETLK, UN, 0, 0)
+            chan.send(('unlocked', before))
+        elif cmd == 'close-other':
+            os.close(extra)
+            chan.send(('closed', None))
+        elif cmd == 'exit':
+            return 'bye'
+
+
+def getlk(path, ltype, start, length):
+    with opened(path, os.O_RDWR) as fd:
+        return sx.lock(fd, fcntl.F_GETLK, ltype, start, length)
+
+
+def getlk_steps(path):
+    with ufs.Child(holder, path, WR, 10, 20) as a:
+        _, pid = a.recv()
+        found = getlk(path, WR, 0, 100)
+        check_eq(found[4], pid, 'l_pid of the conflicting lock')
+        outside = getlk(path, WR, 40, 10)
+        a.send(('exit', None))
+        a.join()
+    with ufs.Child(holder, path, RD, 0, 0) as a:
+        a.recv()
+        shared = getlk(path, RD, 0, 50)
+        blocked = getlk(path, WR, 0, 50)
+        a.send(('exit', None))
+        a.join()
+    return found[:4], outside[:4], shared[:4], blocked[:4]
+
+
+@lock_case
+def getlk_reports_holder(m):
+    got, want = on_both(m, 'getlk', getlk_steps)
+    ufs.check_same(got, want, 'F_GETLK results')
+    check_eq(got.value[0], (WR, os.SEEK_SET, 10, 20), 'F_GETLK (type, whence, start, len)')
+    check_eq(got.value[1][0], UN, 'F_GETLK on a free range')
+    check_eq(got.value[2][0], UN, 'F_GETLK of a read lock against a read lock')
+    check_eq(got.value[3][:1], (RD,), 'F_GETLK of a write lock against a read lock')
+
+
+def setlk_steps(path):
+    with ufs.Child(holder, path, WR, 0, 100) as a, opened(path, os.O_RDWR) as fd:
+        a.recv()
+        out = [str(ufs.outcome(sx.lock, fd, fcntl.F_SETLK, WR, 50, 10)),
+               str(ufs.outcome(sx.lock, fd, fcntl.F_SETLK, RD, 99, 1)),
+               str(ufs.outcome(sx.lock, fd, fcntl.F_SETLK, WR, 100, 10)),
+               str(ufs.outcome(sx.lock, fd, fcntl.F_SETLK, UN, 100, 10))]
+        a.send(('exit', None))
+        a.join()
+    return out
+
+
+@lock_case
+def setlk_conflict(m):
+    got, want = on_both(m, 'setlk', setlk_steps)
+    ufs.check_same(got, want, 'F_SETLK results')
+    check(got.value[0] in ('EAGAIN', 'EACCES'), f'F_SETLK on a locked range: {got.value[0]}')
+
+
+def setlkw_steps(path):
+    with ufs.Child(holder, path, WR, 0, 0) as a, opened(path, os.O_RDWR) as fd:
+        a.recv()
+        start = time.monotonic()
+        a.send(('unlock-after', 0.5))
+        sx.lock(fd, fcntl.F_SETLKW, WR, 0, 0)
+        got_it = time.monotonic()
+        _, released = a.recv()
+        owner = getlk_from_child(path)
+        a.send(('exit', None))
+        a.join()
+    return got_it - start, got_it >= released, owner == os.getpid()
+
+
+def getlk_from_child(path):
+    """The pid that F_GETLK in another process reports for a write lock on all of path."""
+    with ufs.Child(lambda _c: getlk(path, WR, 0, 0)[4]) as c:
+        return c.join()
+
+
+@lock_case
+def setlkw_waits(m):
+    got, want = on_both(m, 'setlkw', setlkw_steps)
+    check(got.err is None, f'F_SETLKW through the mount failed: {got}')
+    waited, after_release, owned = got.value
+    check(waited >= 0.4, f'F_SETLKW returned after {waited:.2f} s, before the holder released')
+    check(after_release, 'F_SETLKW returned before the holder released its lock')
+    check(owned, 'after F_SETLKW another process does not see our lock')
+    ufs.check_same(got.value[1:], want.value[1:], 'F_SETLKW results')
+
+
+def close_steps(path):
+    with ufs.Child(holder, path, WR, 0, 0) as a:
+        _, pid = a.recv()
+        before = getlk(path, WR, 0, 0)
+        check_eq(before[4], pid, 'lock holder before closing')
+        a.send(('close-other', None))
+        a.recv()
+        after = getlk(path, WR, 0, 0)
+        a.send(('exit', None))
+        a.join()
+    return before[0], after[0]
+
+
+@lock_case
+def close_releases(m):
+    got, want = on_both(m, 'close', close_steps)
+    ufs.check_same(got, want, 'lock type before/after closing another fd')
+    check_eq(got.value, (WR, UN), 'lock before and after closing another fd of the file')
+
+
+def try_flock(path, op):
+    with opened(path) as fd:
+        fcntl.flock(fd, op)
+
+
+def flock_steps(path):
+    out = []
+    with opened(path) as fd1, opened(path) as fd2:
+        fcntl.flock(fd1, fcntl.LOCK_EX)
+        out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
+        out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)))
+        with ufs.Child(lambda _c: str(ufs.outcome(try_flock, path,
+                                                  fcntl.LOCK_EX | fcntl.LOCK_NB))) as c:
+            out.append(c.join())
+        os.close(os.dup(fd1))  # closing a dup does not drop a flock
+        out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
+    with opened(path) as fd1, opened(path) as fd2:
+        out.append(str(ufs.outcome(fcntl.flock, fd1, fcntl.LOCK_SH | fcntl.LOCK_NB)))
+        out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)))
+        out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
+    return out
+
+
+@lock_case
+def flock_conflict(m):
+    got, want = on_both(m, 'flock', flock_steps)
+    ufs.check_same(got, want, 'flock results')
+    check_eq(got.value, ['EAGAIN', 'EAGAIN', 'EAGAIN', 'EAGAIN', 'None', 'None', 'EAGAIN'],
+             'flock results (EWOULDBLOCK is EAGAIN)')
+
+
+def interrupted_setlkw(chan, path):
+    """Child: F_SETLKW on a locked file, interrupted by SIGALRM (no SA_RESTART)."""
+    signal.signal(signal.SIGALRM, lambda *_: None)
+    signal.siginterrupt(signal.SIGALRM, True)
+    with opened(path, os.O_RDWR) as fd:
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        err = ufs.outcome(sx.lock, fd, fcntl.F_SETLKW, WR, 0, 0).err
+        elapsed = time.monotonic() - start
+    t0 = time.monotonic()
+    os.stat(path)
+    return err, elapsed, time.monotonic() - t0
+
+
+def eintr_steps(path):
+    with ufs.Child(holder, path, WR, 0, 0) as a:
+        _, pid = a.recv()
+        with ufs.Child(interrupted_setlkw, path) as b:
+            err, elapsed, stat_time = b.join(timeout=20)
+        holder_after = getlk(path, WR, 0, 0)[4]
+        a.send(('unlock-after', 0))
+        a.recv()
+        with opened(path, os.O_RDWR) as fd:
+            sx.lock(fd, fcntl.F_SETLK, WR, 0, 0)
+        a.send(('exit', None))
+        a.join()
+    check_eq(holder_after, pid, 'lock holder after the interrupted F_SETLKW')
+    return ufs.errname(err) if err else None, elapsed, stat_time
+
+
+@lock_case
+def setlkw_eintr(m):
+    got, want = on_both(m, 'eintr', eintr_steps)
+    check(got.err is None, f'interrupted F_SETLKW through the mount: {got}')
+    err, elapsed, stat_time = got.value
+    check_eq(err, want.value[0], 'F_SETLKW interrupted by a signal')
+    check_eq(err, 'EINTR', 'F_SETLKW interrupted by a signal')
+    check(elapsed < 5, f'the interrupted F_SETLKW took {elapsed:.1f} s')
+    check(stat_time < 1, f'stat after the interrupted lock took {stat_time:.1f} s')

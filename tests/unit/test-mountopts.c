@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Description: -o option strings as fstab and mount.fuse3 pass them.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "config.h"
+#include "mount.h"
+#include "tap.h"
+
+static int parse(const char *opts, struct ufs_config *cfg, struct ufs_mount_opts *mo,
+		 struct ufs_config_error *err)
+{
+	ufs_config_defaults(cfg);
+	memset(mo, 0, sizeof(*mo));
+	memset(err, 0, sizeof(*err));
+	return ufs_mount_opts_parse(opts, cfg, mo, err);
+}
+
+int main(void)
+{
+	struct ufs_config cfg;
+	struct ufs_mount_opts mo;
+	struct ufs_config_error err;
+
+	is_int(parse("workers=2,io_uring=off", &cfg, &mo, &err), 0, "settings as -o");
+	is_int(cfg.workers, 2, "workers=2");
+	is_int(cfg.io_uring, UFS_SWITCH_OFF, "io_uring=off");
+	is_int(cfg.source[0] == UFS_SRC_DEFAULT, 1, "log_level untouched keeps its source");
+
+	is_int(parse("defaults,allow_other,config=/etc/uringfs/x.conf,_netdev,nofail,"
+		     "x-systemd.automount,noauto",
+		     &cfg, &mo, &err),
+	       0, "an fstab option list");
+	ok(cfg.allow_other, "allow_other is ours");
+	ok(mo.has_config && !strcmp(mo.config, "/etc/uringfs/x.conf"), "config= recorded");
+	is_str(mo.kernel, "", "fstab-only words are dropped");
+
+	is_int(parse("ro,nosuid,nodev,noatime,fsname=tank", &cfg, &mo, &err), 0, "kernel flags");
+	is_str(mo.kernel, "ro,nosuid,nodev,noatime,fsname=tank", "kernel flags pass through");
+
+	is_int(parse("cpus=0\\,1", &cfg, &mo, &err), 0, "escaped comma in a value");
+	is_str(cfg.cpus, "0,1", "cpus=0,1 via \\,");
+	is_int(cfg.cpu_count, 2, "two CPUs");
+
+	is_int(parse("bogus", &cfg, &mo, &err), -EINVAL, "unknown option refused");
+	is_str(err.msg, "unknown mount option 'bogus'", "unknown option named");
+	is_int(parse("workers=many", &cfg, &mo, &err), -EINVAL, "bad value refused");
+	ok(strstr(err.msg, "workers=many") != NULL, "bad value named");
+	is_int(parse("config=", &cfg, &mo, &err), -EINVAL, "empty config= refused");
+	is_int(parse("", &cfg, &mo, &err), 0, "empty string is fine");
+	is_int(parse("debug", &cfg, &mo, &err), 0, "debug");
+	is_int(cfg.log_level, 7, "debug sets log_level=debug");
+	is_int(parse("default_permissions=off", &cfg, &mo, &err), 0, "default_permissions=off");
+	ok(!cfg.default_permissions, "default_permissions turned off");
+	return t_done();
+}

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Description: INIT negotiation against kernel offers of 6.18 (7.45, no
+ * buffer pools) and 7.3 (7.46), with settings that turn features off.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "config.h"
+#include "session.h"
+#include "tap.h"
+
+static struct fuse_init_in offer(uint32_t minor, uint64_t flags)
+{
+	struct fuse_init_in in = {
+		.major = 7,
+		.minor = minor,
+		.max_readahead = 131072,
+		.flags = (uint32_t)flags | FUSE_INIT_EXT,
+		.flags2 = (uint32_t)(flags >> 32),
+	};
+	return in;
+}
+
+static const uint64_t linux_618 = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_ATOMIC_O_TRUNC |
+				  FUSE_EXPORT_SUPPORT | FUSE_BIG_WRITES | FUSE_DONT_MASK |
+				  FUSE_FLOCK_LOCKS | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
+				  FUSE_PARALLEL_DIROPS | FUSE_HANDLE_KILLPRIV_V2 | FUSE_POSIX_ACL |
+				  FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS | FUSE_WRITEBACK_CACHE |
+				  FUSE_SETXATTR_EXT | FUSE_CREATE_SUPP_GROUP | FUSE_PASSTHROUGH |
+				  FUSE_REQUEST_TIMEOUT | FUSE_OVER_IO_URING;
+
+static void test_defaults_618(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), 0, "6.18: accepted");
+	is_int(out.minor, 46, "6.18: we announce 7.46");
+	is_int(conn.minor, 45, "6.18: connection speaks 7.45");
+	ok(conn.flags & FUSE_INIT_EXT, "6.18: FUSE_INIT_EXT set for flags2");
+	ok(out.flags & FUSE_INIT_EXT, "6.18: FUSE_INIT_EXT in the reply");
+	ok(out.flags2 & (FUSE_OVER_IO_URING >> 32), "6.18: io_uring accepted when wanted");
+	ok(conn.uring && !conn.uring_bufpool, "6.18: uring without buffer pools");
+	ok(!(conn.flags & FUSE_WRITEBACK_CACHE), "default: no writeback cache");
+	ok(!(conn.flags & FUSE_PASSTHROUGH), "passthrough is never taken");
+	ok(!(conn.flags & FUSE_POSIX_ACL), "default: posix_acl off");
+	ok(conn.flags & FUSE_POSIX_LOCKS, "default: posix locks");
+	ok(conn.flags & FUSE_HANDLE_KILLPRIV_V2, "default: killpriv_v2");
+	ok(!(conn.flags & FUSE_REQUEST_TIMEOUT), "default: no request timeout");
+	is_int(out.max_write, 1 << 20, "max_write 1 MiB");
+	is_int(out.max_pages, 256, "max_pages 256");
+	is_int(conn.max_payload, 1 << 20, "io_uring payload = max_write");
+
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, false, &out, &conn), 0, "no rings: ok");
+	ok(!(out.flags2 & (FUSE_OVER_IO_URING >> 32)), "no rings: io_uring declined");
+	ok(conn.uring_off_reason != NULL, "no rings: a reason is given");
+}
+
+static void test_73(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(46, linux_618 | FUSE_HAS_IO_URING_BUFPOOL);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn);
+	ok(conn.uring_bufpool, "7.3: buffer pools detected from flags2 bit 11");
+	is_int(conn.minor, 46, "7.3: 7.46");
+	ok(!(out.flags2 & (FUSE_HAS_IO_URING_BUFPOOL >> 32)), "7.3: bufpool bit not echoed");
+}
+
+static void test_config_masks(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	cfg.posix_locks = false;
+	cfg.flock_locks = false;
+	cfg.writeback_cache = true;
+	cfg.posix_acl = true;
+	cfg.readdirplus = UFS_RDP_OFF;
+	cfg.io_uring = UFS_SWITCH_OFF;
+	cfg.request_timeout = 30;
+	cfg.max_write = 128 << 10;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, false, &out, &conn);
+	ok(!(conn.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)), "locks off: not negotiated");
+	ok(conn.flags & FUSE_WRITEBACK_CACHE, "writeback_cache on: negotiated");
+	ok(conn.flags & FUSE_POSIX_ACL, "posix_acl on: negotiated");
+	ok(conn.flags & FUSE_DONT_MASK, "posix_acl on: DONT_MASK for default ACLs");
+	ok(!(conn.flags & FUSE_DO_READDIRPLUS), "readdirplus off");
+	is_str(conn.uring_off_reason, "io_uring=off", "io_uring=off is the reason");
+	is_int(out.request_timeout, 30, "request_timeout sent");
+	ok(conn.flags & FUSE_REQUEST_TIMEOUT, "request timeout negotiated");
+	is_int(out.max_write, 128 << 10, "max_write 128 KiB");
+	is_int(out.max_pages, 32, "max_pages follows max_write");
+}
+
+static void test_refusals(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	in.major = 8;
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), -EPROTO,
+	       "major 8 refused");
+	is_int(out.major, 7, "refusal tells the kernel our major");
+	in = offer(20, FUSE_ASYNC_READ);
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), -EPROTO,
+	       "7.20 refused");
+
+	/* An old kernel's short fuse_init_in: flags2 must not be read. */
+	in = offer(45, linux_618);
+	ufs_init_negotiate(&in, 16, &cfg, true, &out, &conn);
+	ok(!(conn.flags >> 32), "short INIT: no flags2 bits used");
+}
+
+int main(void)
+{
+	test_defaults_618();
+	test_73();
+	test_config_masks();
+	test_refusals();
+	return t_done();
+}
