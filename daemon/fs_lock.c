@@ -58,6 +58,7 @@ struct lock_wait {
 
 static pthread_mutex_t waits_lock = PTHREAD_MUTEX_INITIALIZER;
 static int waits_active;	/* helper threads that have not replied yet */
+static bool waits_stopping;	/* the connection ended: no new waits */
 static struct lock_wait *waits;
 static __thread struct lock_wait *current_wait;
 static pthread_once_t wake_signal_once = PTHREAD_ONCE_INIT;
@@ -375,6 +376,11 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 		w->fl = *fl;
 
 	pthread_mutex_lock(&waits_lock);
+	if (waits_stopping) {
+		pthread_mutex_unlock(&waits_lock);
+		free(w);
+		return -EINTR;
+	}
 	w->next = waits;
 	waits = w;
 	__atomic_fetch_add(&waits_active, 1, __ATOMIC_RELAXED);
@@ -406,7 +412,11 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret != -EAGAIN)
 		return ret;
 	ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl);
-	return ret ? ret : -UFS_EQUEUED;
+	if (ret)
+		return ret;
+	if (req->xops->hold)
+		req->xops->hold(req);
+	return -UFS_EQUEUED;
 }
 
 /* INTERRUPT: wake a SETLKW waiting for the named request, if there is one. */
@@ -438,23 +448,27 @@ int ufs_lock_block_wake_signal(void)
 }
 
 /*
- * Shutdown: interrupt every lock wait and wait until each has replied, so
- * no helper thread outlives the transports it answers through.
+ * The connection ended: wake every lock wait (each replies EINTR) and make
+ * later ones fail at once, so no helper thread waits on a dead mount.
  */
-void ufs_lock_shutdown(void)
+void ufs_lock_interrupt_all(void)
 {
-	for (;;) {
-		struct lock_wait *w;
+	struct lock_wait *w;
 
-		pthread_mutex_lock(&waits_lock);
-		for (w = waits; w; w = w->next) {
-			w->interrupted = true;
-			pthread_kill(w->thread, WAKE_SIGNAL);
-		}
-		w = waits;
-		pthread_mutex_unlock(&waits_lock);
-		if (!w && !__atomic_load_n(&waits_active, __ATOMIC_ACQUIRE))
-			return;
+	pthread_mutex_lock(&waits_lock);
+	waits_stopping = true;
+	for (w = waits; w; w = w->next) {
+		w->interrupted = true;
+		pthread_kill(w->thread, WAKE_SIGNAL);
+	}
+	pthread_mutex_unlock(&waits_lock);
+}
+
+/* Wait until every lock-wait thread has replied, so none outlives its transport. */
+void ufs_lock_wait_idle(void)
+{
+	while (__atomic_load_n(&waits_active, __ATOMIC_ACQUIRE)) {
+		ufs_lock_interrupt_all();
 		usleep(1000);
 	}
 }

@@ -488,25 +488,36 @@ static int start_transport(struct ufs_daemon *d)
 	return start_dev_workers(d);
 }
 
-/* The mount serves once a STATFS (never cached by the kernel) comes back. */
-static int wait_serving(struct ufs_daemon *d)
-{
-	struct statfs sf;
-
-	if (statfs(d->mountpoint, &sf)) {
-		ufs_err("the new mount does not answer: %s: %m", d->mountpoint);
-		return -errno;
-	}
-	return 0;
-}
-
-/* The connection number in /sys/fs/fuse/connections: the mount's device minor. */
+/*
+ * The connection number in /sys/fs/fuse/connections is the mount's device
+ * minor.  Read it from mountinfo rather than stat(2) of the mount point: a
+ * path reference held at the wrong moment makes an unmount fail with EBUSY.
+ */
 static void record_conn_id(struct ufs_daemon *d)
 {
-	struct stat st;
+	char real[PATH_MAX], *line = NULL;
+	unsigned int major, minor;
+	size_t cap = 0;
+	FILE *f;
 
-	if (!stat(d->mountpoint, &st))
-		d->conn_id = minor(st.st_dev);
+	if (!realpath(d->mountpoint, real))
+		return;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		char mnt[PATH_MAX], type[64];
+
+		/* id parent major:minor root mountpoint options ... - type source */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3)
+			continue;
+		if (strcmp(mnt, real) || !strstr(line, " - fuse.uringfs "))
+			continue;
+		if (sscanf(strstr(line, " - ") + 3, "%63s", type) == 1)
+			d->conn_id = minor;
+	}
+	free(line);
+	fclose(f);
 }
 
 static int abort_connection(struct ufs_daemon *d)
@@ -531,6 +542,8 @@ static int abort_connection(struct ufs_daemon *d)
  */
 static void force_stop(struct ufs_daemon *d)
 {
+	/* Lock waits reply through the workers: let them finish first. */
+	ufs_lock_wait_idle();
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < d->nworkers; i++) {
 		if (d->workers[i].started)
@@ -609,6 +622,8 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			if (read(d->event_fd, &v, sizeof(v)) < 0) {
 				/* Spurious wake-up. */
 			}
+			/* A worker saw the connection end: lock waits cannot be granted now. */
+			ufs_lock_interrupt_all();
 		}
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -641,7 +656,7 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 
 static void stop_workers(struct ufs_daemon *d)
 {
-	ufs_lock_shutdown();
+	ufs_lock_wait_idle();
 	if (d->uring)
 		ufs_uring_stop(d);
 	for (unsigned int i = 0; i < d->nworkers; i++)
@@ -702,8 +717,6 @@ static int run(struct ufs_daemon *d)
 		goto err_workers;
 	}
 	record_conn_id(d);
-	if (wait_serving(d))
-		goto err_workers;
 	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, d->queue_mode, d->zero_copy_state);

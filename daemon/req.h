@@ -81,6 +81,11 @@ struct ufs_transport_ops {
 	void (*reply)(struct ufs_req *req, int error, size_t len);
 	/* Run an I/O; done may be called before this returns. */
 	void (*io_submit)(struct ufs_req *req);
+	/*
+	 * The request will wait for a long time (a blocking lock): keep the
+	 * transport able to take other requests meanwhile.  Optional.
+	 */
+	void (*hold)(struct ufs_req *req);
 };
 
 struct ufs_req {

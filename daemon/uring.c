@@ -1,30 +1,1086 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The FUSE-over-io_uring transport (being written): until it lands, the
- * daemon never accepts FUSE_OVER_IO_URING and serves over /dev/fuse.
+ * The FUSE-over-io_uring transport.
+ *
+ * The kernel has one queue per possible CPU and puts a request on the queue
+ * of the CPU its caller runs on.  uringfs spreads those queues over W
+ * workers; each worker owns one io_uring (128-byte SQEs, as every FUSE
+ * command needs) and the entries of its queues.  An entry is a command the
+ * kernel holds until it has a request for it: REGISTER first, then
+ * COMMIT_AND_FETCH, which answers one request and waits for the next.  The
+ * backing-file I/O of READ, WRITE, FSYNC and FALLOCATE goes on the same
+ * ring, so one slow request never holds up the others of a worker.
+ *
+ * Kernels with FUSE_HAS_IO_URING_BUFPOOL (7.3) get ADD_QUEUE and a buffer
+ * pool per queue; older ones (6.14-7.2) a payload buffer per entry.
+ *
+ * Rules of the kernel this file keeps (see shared/docs/kernel-fuse-uring.md):
+ *  - a failed REGISTER disables io_uring for the connection, and on a live
+ *    ring turns every later commit into -EOPNOTSUPP: every argument is
+ *    checked, and all rings and buffers exist, before the first REGISTER;
+ *  - every possible CPU needs a registered entry before the ring is ready,
+ *    and until then ordinary requests block in the kernel;
+ *  - requests that expect no reply (a forced FORGET) must still be committed;
+ *  - INIT, FORGET, BATCH_FORGET, INTERRUPT and notifications stay on
+ *    /dev/fuse (dev.c keeps one reader for them);
+ *  - on unmount every entry the kernel holds completes with -ENOTCONN.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon.h"
+#include "dev.h"
+#include "dispatch.h"
+#include "io.h"
+#include "log.h"
 #include "uring.h"
+
+/* user_data: a pointer (16-byte aligned) with what it points to in the low bits. */
+enum ring_tag {
+	RING_TAG_ENT = 0,	/* struct ring_ent: a FUSE command completed */
+	RING_TAG_IO = 1,	/* struct ufs_req: its backing-file I/O completed */
+	RING_TAG_EVENT = 2,	/* struct ring_worker: replies from other threads */
+	RING_TAG_SETUP = 3,	/* ADD_QUEUE / ADD_BUFPOOL, reaped during setup */
+};
+#define RING_TAG_MASK 3UL
+
+enum ring_ent_state {
+	RING_ENT_NEW,		/* not registered yet */
+	RING_ENT_KERNEL,	/* registered or committed: the kernel holds it */
+	RING_ENT_SERVING,	/* carries a request the daemon is serving */
+	RING_ENT_DEAD,		/* the kernel completed it with an error: gone */
+};
+
+struct ring_worker;
+struct ring_queue;
+
+struct ring_ent {
+	struct ufs_req req;			/* the request this entry carries */
+	struct ring_queue *q;			/* back pointer */
+	struct ufs_uring_req_header *hdr;	/* the kernel keeps this address */
+	void *payload;				/* per-entry mode only */
+	struct iovec iov[2];
+	enum ring_ent_state state;
+	/* a reply handed over by another thread; protected by rw->remote_lock */
+	struct ring_ent *remote_next;
+	int remote_error;
+	size_t remote_len;
+};
+
+struct ring_queue {
+	uint16_t qid;				/* = the kernel's CPU number */
+	struct ring_worker *rw;			/* back pointer */
+	uint8_t *pool;				/* buffer pool (bufpool mode) */
+	size_t pool_len;
+	struct ring_ent *ents;
+	struct ring_spare *spares;		/* entries added for lock waits */
+	unsigned int nspares;
+};
+
+/* An entry added after start-up, with memory of its own. */
+struct ring_spare {
+	struct ring_ent ent;
+	struct ring_spare *next;
+	struct ufs_uring_req_header hdr;
+};
+
+struct ring_worker {
+	struct ufs_worker *w;			/* back pointer */
+	struct ufs_uring *u;			/* back pointer */
+	struct io_uring ring;
+	bool ring_ok;
+	int fuse_fd;				/* this worker's descriptor of the connection */
+	struct ring_queue *queues;
+	unsigned int nqueues;
+	struct ufs_uring_req_header *headers;	/* one mapping for all entries */
+	size_t headers_len;
+	uint8_t *payloads;			/* per-entry mode: one mapping */
+	size_t payloads_len;
+	/* fields below are owned by the worker thread */
+	unsigned int live_ents;			/* entries the kernel may still complete */
+	unsigned int ios_inflight;
+	int event_fd;				/* other threads' replies wake the ring */
+	uint64_t event_value;
+	/* replies from other threads */
+	pthread_mutex_t remote_lock;
+	struct ring_ent *remote_head;
+};
+
+enum uring_setup_phase {
+	SETUP_BUILDING,		/* workers build rings, buffers, queues */
+	SETUP_REGISTER,		/* every worker built: register */
+	SETUP_ABANDON,		/* someone failed: register nothing */
+};
+
+struct ufs_uring {
+	struct ufs_daemon *d;
+	unsigned int nr_queues;			/* possible CPUs */
+	unsigned int depth;			/* entries per queue */
+	unsigned int pool_bufs;			/* buffers per pool */
+	size_t max_payload;
+	bool bufpool;
+	struct ring_worker *rws;
+	unsigned int nrws;
+	/* the setup handshake; protected by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum uring_setup_phase phase;
+	unsigned int built, registered;
+	int error;
+	bool registered_any;
+};
+
+static __thread struct ring_worker *this_ring_worker;
+
+static void ring_reply(struct ufs_req *req, int error, size_t len);
+static void ring_io_submit(struct ufs_req *req);
+static void ring_hold(struct ufs_req *req);
+
+static const struct ufs_transport_ops ring_ops = {
+	.name = "uring",
+	.reply = ring_reply,
+	.io_submit = ring_io_submit,
+	.hold = ring_hold,
+};
+
+/* Spare entries a queue may add while others wait on locks. */
+#define RING_SPARE_MAX 64
+
+static void *tag(void *p, enum ring_tag t)
+{
+	return (void *)((uintptr_t)p | t);
+}
+
+static struct ring_ent *req_to_ent(struct ufs_req *req)
+{
+	return (struct ring_ent *)((char *)req - offsetof(struct ring_ent, req));
+}
+
+/* The number of CPUs the kernel may ever have: it sizes the queue array by it. */
+static int possible_cpus(void)
+{
+	cpu_set_t set;
+	unsigned int count;
+	char buf[256];
+	ssize_t n;
+	int fd;
+
+	fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (ufs_parse_cpulist(buf, &set, &count) || !count)
+		return -EINVAL;
+	return count;
+}
 
 bool ufs_uring_supported(void)
 {
-	return false;
+	struct io_uring ring;
+	struct io_uring_probe *probe;
+	bool ok;
+
+	if (io_uring_queue_init(4, &ring, IORING_SETUP_SQE128))
+		return false;
+	probe = io_uring_get_probe_ring(&ring);
+	ok = probe && io_uring_opcode_supported(probe, IORING_OP_URING_CMD);
+	io_uring_free_probe(probe);
+	io_uring_queue_exit(&ring);
+	return ok;
+}
+
+/* An SQE, flushing the submission queue if it is full. */
+static struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&rw->ring);
+
+	while (!sqe) {
+		int ret = io_uring_submit(&rw->ring);
+
+		/*
+		 * The ring has room for every entry's command and one I/O each,
+		 * so this only waits out a kernel that is short of memory.
+		 * Dropping a commit would leave its caller waiting forever.
+		 */
+		if (ret < 0 && ret != -EAGAIN && ret != -EBUSY && ret != -EINTR) {
+			ufs_err("worker %u: cannot submit: %s", rw->w->id, strerror(-ret));
+			abort();
+		}
+		sqe = io_uring_get_sqe(&rw->ring);
+	}
+	return sqe;
+}
+
+/* A FUSE command SQE: the whole 128 bytes zeroed, as the kernel checks padding. */
+static struct ufs_uring_cmd_req *prep_fuse_cmd(struct io_uring_sqe *sqe, int fuse_fd,
+					       enum ufs_uring_cmd op, uint16_t qid)
+{
+	struct ufs_uring_cmd_req *cmd;
+
+	memset(sqe, 0, 128);
+	cmd = (void *)sqe->cmd;
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fuse_fd;
+	sqe->cmd_op = op;
+	cmd->qid = qid;
+	return cmd;
+}
+
+/* ---- setup ---- */
+
+static int ring_create(struct ring_worker *rw, unsigned int entries)
+{
+	struct io_uring_params p = { 0 };
+	int ret;
+
+	/* One thread submits and reaps: let the kernel run completions on our time. */
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	ret = io_uring_queue_init_params(entries, &rw->ring, &p);
+	if (ret == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_SQE128;
+		ret = io_uring_queue_init_params(entries, &rw->ring, &p);
+		if (!ret)
+			ufs_log_once(UFS_LOG_DEBUG, "io_uring: SINGLE_ISSUER/DEFER_TASKRUN unavailable");
+	}
+	if (ret)
+		return ret;
+	rw->ring_ok = true;
+	if (rw->w->cpu >= 0) {
+		cpu_set_t set;
+
+		/* io-wq threads inherit the worker's pinning otherwise: ~3 ms tails. */
+		CPU_ZERO(&set);
+		CPU_SET(rw->w->cpu, &set);
+		ret = io_uring_register_iowq_aff(&rw->ring, sizeof(set), &set);
+		if (ret)
+			ufs_warn("worker %u: IORING_REGISTER_IOWQ_AFF: %s", rw->w->id,
+				 strerror(-ret));
+	}
+	return 0;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Header and payload memory, allocated by the worker itself (NUMA-local). */
+static int ring_buffers_alloc(struct ring_worker *rw)
+{
+	struct ufs_uring *u = rw->u;
+	size_t nents = (size_t)rw->nqueues * u->depth;
+
+	rw->headers_len = nents * sizeof(struct ufs_uring_req_header);
+	rw->headers = map_anon(rw->headers_len);
+	if (!rw->headers)
+		return -ENOMEM;
+	if (u->bufpool) {
+		for (unsigned int i = 0; i < rw->nqueues; i++) {
+			struct ring_queue *q = &rw->queues[i];
+
+			q->pool_len = (size_t)u->pool_bufs * u->max_payload;
+			q->pool = map_anon(q->pool_len);
+			if (!q->pool)
+				return -ENOMEM;
+		}
+		return 0;
+	}
+	rw->payloads_len = nents * u->max_payload;
+	rw->payloads = map_anon(rw->payloads_len);
+	return rw->payloads ? 0 : -ENOMEM;
+}
+
+static void ring_ents_init(struct ring_worker *rw)
+{
+	struct ufs_uring *u = rw->u;
+	size_t n = 0;
+
+	for (unsigned int i = 0; i < rw->nqueues; i++) {
+		struct ring_queue *q = &rw->queues[i];
+
+		for (unsigned int e = 0; e < u->depth; e++, n++) {
+			struct ring_ent *ent = &q->ents[e];
+
+			ent->q = q;
+			ent->hdr = &rw->headers[n];
+			ent->iov[0].iov_base = ent->hdr;
+			ent->iov[0].iov_len = sizeof(*ent->hdr);
+			if (!u->bufpool) {
+				ent->payload = rw->payloads + n * u->max_payload;
+				ent->iov[1].iov_base = ent->payload;
+				ent->iov[1].iov_len = u->max_payload;
+			}
+			ent->req.xops = &ring_ops;
+			ent->req.worker = rw->w;
+		}
+	}
+}
+
+/* Submit one setup command and wait for its completion. */
+static int ring_setup_cmd(struct ring_worker *rw, struct io_uring_sqe *sqe)
+{
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_SETUP));
+	ret = io_uring_submit_and_wait(&rw->ring, 1);
+	if (ret < 0)
+		return ret;
+	ret = io_uring_wait_cqe(&rw->ring, &cqe);
+	if (ret)
+		return ret;
+	ret = cqe->res;
+	io_uring_cqe_seen(&rw->ring, cqe);
+	return ret;
+}
+
+/* ADD_QUEUE then ADD_BUFPOOL (7.3); neither failure disables io_uring. */
+static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
+{
+	struct ufs_uring_cmd_req *cmd;
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	sqe = ring_get_sqe(rw);
+	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_ADD_QUEUE, q->qid);
+	ret = ring_setup_cmd(rw, sqe);
+	if (ret) {
+		ufs_err("io_uring: ADD_QUEUE qid=%u: %s", q->qid, strerror(-ret));
+		return ret;
+	}
+	/* The kernel cuts the pool into len / max_payload buffers; len is 32 bits. */
+	if (q->pool_len > UINT32_MAX || q->pool_len / rw->u->max_payload < rw->u->depth) {
+		ufs_err("io_uring: buffer pool of %zu bytes does not fit qid=%u", q->pool_len,
+			q->qid);
+		return -EINVAL;
+	}
+	sqe = ring_get_sqe(rw);
+	cmd = prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_ADD_BUFPOOL, q->qid);
+	cmd->bufpool.uaddr = (uintptr_t)q->pool;
+	cmd->bufpool.len = q->pool_len;
+	ret = ring_setup_cmd(rw, sqe);
+	if (ret)
+		ufs_err("io_uring: ADD_BUFPOOL qid=%u: %s", q->qid, strerror(-ret));
+	return ret;
+}
+
+/* Everything a worker needs before any REGISTER may go out. */
+static int ring_build(struct ring_worker *rw)
+{
+	struct ufs_uring *u = rw->u;
+	unsigned int nents = rw->nqueues * u->depth;
+	unsigned int sq = 8;
+	int ret;
+
+	/* Room for every entry's command and one I/O per entry, plus the eventfd read. */
+	while (sq < 2 * nents + 4)
+		sq <<= 1;
+	ret = ring_create(rw, sq);
+	if (ret) {
+		ufs_err("worker %u: io_uring_queue_init(%u, SQE128): %s", rw->w->id, sq,
+			strerror(-ret));
+		return ret;
+	}
+	ret = ring_buffers_alloc(rw);
+	if (ret) {
+		ufs_err("worker %u: cannot allocate ring buffers: %s", rw->w->id, strerror(-ret));
+		return ret;
+	}
+	ring_ents_init(rw);
+	rw->event_fd = eventfd(0, EFD_CLOEXEC);
+	if (rw->event_fd < 0)
+		return -errno;
+	for (unsigned int i = 0; u->bufpool && i < rw->nqueues; i++) {
+		ret = ring_queue_add(rw, &rw->queues[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void ring_event_arm(struct ring_worker *rw)
+{
+	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+
+	io_uring_prep_read(sqe, rw->event_fd, &rw->event_value, sizeof(rw->event_value), 0);
+	io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_EVENT));
+}
+
+static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
+{
+	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+
+	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_REGISTER, ent->q->qid);
+	/* Per-entry mode: header and payload; pool mode: the payload iovec is {NULL, 0}. */
+	sqe->addr = (uintptr_t)ent->iov;
+	sqe->len = 2;
+	io_uring_sqe_set_data(sqe, tag(ent, RING_TAG_ENT));
+	ent->state = RING_ENT_KERNEL;
+}
+
+/*
+ * Register every entry.  A REGISTER that fails does so during submission
+ * and posts its CQE at once; one that succeeds posts nothing until a
+ * request arrives.  So after submitting, any error is already in the CQ.
+ * The CQEs are left there for the serving loop.
+ */
+static int ring_register_all(struct ring_worker *rw)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head;
+	int ret = 0;
+
+	for (unsigned int i = 0; i < rw->nqueues; i++) {
+		for (unsigned int e = 0; e < rw->u->depth; e++)
+			ring_ent_register(rw, &rw->queues[i].ents[e]);
+	}
+	rw->live_ents = rw->nqueues * rw->u->depth;
+	ring_event_arm(rw);
+	ret = io_uring_submit(&rw->ring);
+	if (ret < 0)
+		return ret;
+	ret = 0;
+	io_uring_for_each_cqe(&rw->ring, head, cqe) {
+		if (((uintptr_t)cqe->user_data & RING_TAG_MASK) == RING_TAG_ENT && cqe->res < 0) {
+			ufs_err("io_uring: REGISTER failed: %s", strerror(-cqe->res));
+			ret = cqe->res;
+		}
+	}
+	return ret;
+}
+
+/*
+ * Tell the kernel to give up on io_uring before the ring is ready: a
+ * REGISTER that fails (one iovec instead of two) makes it serve the
+ * connection over /dev/fuse for good.
+ */
+static int uring_force_dev_fallback(int fuse_fd)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct iovec iov = { 0 };
+	int ret;
+
+	ret = io_uring_queue_init(4, &ring, IORING_SETUP_SQE128);
+	if (ret)
+		return ret;
+	sqe = io_uring_get_sqe(&ring);
+	if (!sqe) {
+		io_uring_queue_exit(&ring);
+		return -EBUSY;
+	}
+	prep_fuse_cmd(sqe, fuse_fd, UFS_URING_CMD_REGISTER, 0);
+	sqe->addr = (uintptr_t)&iov;
+	sqe->len = 1;
+	ret = io_uring_submit_and_wait(&ring, 1);
+	if (ret >= 0) {
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		if (!ret) {
+			ret = cqe->res == -EINVAL ? 0 : -EPROTO;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+	io_uring_queue_exit(&ring);
+	return ret;
+}
+
+static void setup_report(struct ufs_uring *u, enum uring_setup_phase done, int error)
+{
+	pthread_mutex_lock(&u->lock);
+	if (error && !u->error)
+		u->error = error;
+	if (done == SETUP_BUILDING)
+		u->built++;
+	else
+		u->registered++;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static enum uring_setup_phase setup_wait_phase(struct ufs_uring *u)
+{
+	enum uring_setup_phase phase;
+
+	pthread_mutex_lock(&u->lock);
+	while (u->phase == SETUP_BUILDING)
+		pthread_cond_wait(&u->cond, &u->lock);
+	phase = u->phase;
+	pthread_mutex_unlock(&u->lock);
+	return phase;
+}
+
+/* ---- serving ---- */
+
+static void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len)
+{
+	struct ufs_uring_req_header *hdr = ent->hdr;
+	struct fuse_out_header *out = (void *)hdr->in_out;
+	uint64_t unique = ((struct fuse_in_header *)hdr->in_out)->unique;
+	struct ufs_uring_cmd_req *cmd;
+	struct io_uring_sqe *sqe;
+
+	/* No-reply requests are committed too, or their caller waits forever. */
+	if (ent->req.noreply) {
+		error = 0;
+		len = 0;
+	}
+	/* out overlays in: unique sits at the same offset in both headers. */
+	out->len = sizeof(*out) + len;
+	out->error = error;
+	out->unique = unique;
+	hdr->ring_ent_in_out.payload_sz = len;
+
+	sqe = ring_get_sqe(rw);
+	cmd = prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_COMMIT_AND_FETCH, ent->q->qid);
+	cmd->commit_id = unique;
+	io_uring_sqe_set_data(sqe, tag(ent, RING_TAG_ENT));
+	ent->state = RING_ENT_KERNEL;
+}
+
+/*
+ * A request on ent will hold it for a long time (a lock wait).  The kernel
+ * only gives a queue's requests to its idle entries, so with few entries the
+ * process that would release the lock could find none.  Add an entry to the
+ * queue instead.  This REGISTER goes to a live ring, where a failure would
+ * disable io_uring: it carries exactly the arguments the start-up ones did,
+ * already accepted by the kernel.
+ */
+static void ring_hold(struct ufs_req *req)
+{
+	struct ring_ent *held = req_to_ent(req);
+	struct ring_queue *q = held->q;
+	struct ring_worker *rw = q->rw;
+	struct ring_spare *sp;
+
+	if (this_ring_worker != rw)
+		return;
+	if (q->nspares >= RING_SPARE_MAX) {
+		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u has %u lock waits: no more spare entries",
+			     q->qid, q->nspares);
+		return;
+	}
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return;
+	sp->ent = (struct ring_ent){
+		.q = q,
+		.hdr = &sp->hdr,
+		.iov = { { .iov_base = &sp->hdr, .iov_len = sizeof(sp->hdr) } },
+		.req = { .xops = &ring_ops, .worker = rw->w },
+	};
+	if (!rw->u->bufpool) {
+		sp->ent.payload = map_anon(rw->u->max_payload);
+		if (!sp->ent.payload) {
+			free(sp);
+			return;
+		}
+		sp->ent.iov[1].iov_base = sp->ent.payload;
+		sp->ent.iov[1].iov_len = rw->u->max_payload;
+	}
+	sp->next = q->spares;
+	q->spares = sp;
+	q->nspares++;
+	ring_ent_register(rw, &sp->ent);
+	rw->live_ents++;
+}
+
+/* The transport's reply: commit now on the worker's thread, else hand it over. */
+static void ring_reply(struct ufs_req *req, int error, size_t len)
+{
+	struct ring_ent *ent = req_to_ent(req);
+	struct ring_worker *rw = ent->q->rw;
+	uint64_t one = 1;
+
+	if (this_ring_worker == rw) {
+		ring_commit(rw, ent, error, len);
+		return;
+	}
+	pthread_mutex_lock(&rw->remote_lock);
+	ent->remote_error = error;
+	ent->remote_len = len;
+	ent->remote_next = rw->remote_head;
+	rw->remote_head = ent;
+	pthread_mutex_unlock(&rw->remote_lock);
+	if (write(rw->event_fd, &one, sizeof(one)) < 0)
+		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
+}
+
+static void ring_remote_drain(struct ring_worker *rw)
+{
+	struct ring_ent *ent;
+
+	pthread_mutex_lock(&rw->remote_lock);
+	ent = rw->remote_head;
+	rw->remote_head = NULL;
+	pthread_mutex_unlock(&rw->remote_lock);
+	while (ent) {
+		struct ring_ent *next = ent->remote_next;
+
+		ring_commit(rw, ent, ent->remote_error, ent->remote_len);
+		ent = next;
+	}
+}
+
+static void ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
+{
+	struct ufs_io *io = &req->io;
+	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+	char *buf = (char *)io->buf + io->done_bytes;
+	size_t left = io->len - io->done_bytes;
+	uint64_t off = io->off + io->done_bytes;
+
+	switch (io->op) {
+	case UFS_IO_READ:
+		io_uring_prep_read(sqe, io->fd, buf, left, off);
+		break;
+	case UFS_IO_WRITE:
+		io_uring_prep_write(sqe, io->fd, buf, left, off);
+		break;
+	case UFS_IO_FSYNC:
+		io_uring_prep_fsync(sqe, io->fd, 0);
+		break;
+	case UFS_IO_FDATASYNC:
+		io_uring_prep_fsync(sqe, io->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case UFS_IO_FALLOCATE:
+		io_uring_prep_fallocate(sqe, io->fd, io->mode, io->off, io->len);
+		break;
+	case UFS_IO_COPY:
+		break;	/* not a ring operation here: see ring_io_submit */
+	}
+	io_uring_sqe_set_data(sqe, tag(req, RING_TAG_IO));
+	rw->ios_inflight++;
+}
+
+static void ring_io_submit(struct ufs_req *req)
+{
+	struct ring_worker *rw = req_to_ent(req)->q->rw;
+
+	/* No ring opcode for copy_file_range on this kernel: do it here. */
+	if (req->io.op == UFS_IO_COPY) {
+		ufs_io_run_sync(req);
+		return;
+	}
+	req->io.done_bytes = 0;
+	ring_io_prep(rw, req);
+}
+
+static void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res)
+{
+	struct ufs_io *io = &req->io;
+	ssize_t result = res;
+
+	rw->ios_inflight--;
+	if (io->op == UFS_IO_READ || io->op == UFS_IO_WRITE) {
+		if (res == -EAGAIN) {
+			/* Short of resources in the kernel: finish this one synchronously. */
+			ufs_io_run_sync(req);
+			return;
+		}
+		if (!ufs_io_progress(io, res, &result)) {
+			ring_io_prep(rw, req);	/* a short transfer: continue it */
+			return;
+		}
+	}
+	io->done(req, result);
+}
+
+/* A request arrived in ent's buffers: check what the kernel says, then serve it. */
+static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
+{
+	struct ufs_uring *u = rw->u;
+	struct ufs_uring_req_header *hdr = ent->hdr;
+	const struct fuse_in_header *in = (const void *)hdr->in_out;
+	const struct ufs_uring_ent_in_out *eio = &hdr->ring_ent_in_out;
+	uint8_t *payload = ent->payload;
+	struct ufs_msg msg;
+
+	ent->state = RING_ENT_SERVING;
+	ufs_stat_add(&rw->w->stats.requests_ring, 1);
+	if (u->bufpool) {
+		/* offset is only meaningful when a buffer was assigned; it never is out of range. */
+		if ((size_t)eio->offset + u->max_payload > ent->q->pool_len) {
+			ufs_log_once(UFS_LOG_ERR, "io_uring: pool offset %u out of range qid=%u",
+				     eio->offset, ent->q->qid);
+			ufs_stat_add(&rw->w->stats.bad_requests, 1);
+			ring_commit(rw, ent, -EIO, 0);
+			return;
+		}
+		payload = ent->q->pool + eio->offset;
+	}
+	if (eio->payload_sz > u->max_payload) {
+		ufs_log_once(UFS_LOG_ERR, "io_uring: payload_sz %u exceeds %zu", eio->payload_sz,
+			     u->max_payload);
+		ufs_stat_add(&rw->w->stats.bad_requests, 1);
+		ring_commit(rw, ent, -EIO, 0);
+		return;
+	}
+	msg = (struct ufs_msg){
+		.in = in,
+		.op = (const uint8_t *)hdr->op_in,
+		.op_len = sizeof(hdr->op_in),
+		.rest = payload,
+		.rest_len = eio->payload_sz,
+	};
+	ent->req.out = payload;
+	ent->req.out_cap = u->max_payload;
+	ent->req.direct_io_aligned = true;
+	ufs_dispatch(&u->d->fs, &ent->req, &msg);
+}
+
+static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int res)
+{
+	if (!res) {
+		ring_ent_serve(rw, ent);
+		return;
+	}
+	/*
+	 * -ENOTCONN: unmounted or aborted; -ECONNABORTED: aborted with an
+	 * error; -ECANCELED: the ring is going away.  Anything else is a
+	 * commit the kernel refused, and the entry is gone all the same.
+	 */
+	if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED)
+		ufs_log_once(UFS_LOG_ERR, "io_uring: qid=%u command failed: %s", ent->q->qid,
+			     strerror(-res));
+	ent->state = RING_ENT_DEAD;
+	rw->live_ents--;
+}
+
+static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
+{
+	uintptr_t data = (uintptr_t)io_uring_cqe_get_data(cqe);
+	void *p = (void *)(data & ~RING_TAG_MASK);
+
+	switch ((enum ring_tag)(data & RING_TAG_MASK)) {
+	case RING_TAG_ENT:
+		ring_ent_complete(rw, p, cqe->res);
+		break;
+	case RING_TAG_IO:
+		ring_io_complete(rw, p, cqe->res);
+		break;
+	case RING_TAG_EVENT:
+		ring_remote_drain(rw);
+		if (cqe->res >= 0 && !__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
+			ring_event_arm(rw);
+		break;
+	case RING_TAG_SETUP:
+		break;
+	}
+}
+
+static bool ring_worker_done(struct ring_worker *rw)
+{
+	if (__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
+		return true;
+	return !rw->live_ents && !rw->ios_inflight;
+}
+
+static int ring_serve(struct ring_worker *rw)
+{
+	while (!ring_worker_done(rw)) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, seen = 0;
+		int ret;
+
+		ret = io_uring_submit_and_wait(&rw->ring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+			ufs_err("worker %u: io_uring_enter: %s", rw->w->id, strerror(-ret));
+			return ret;
+		}
+		io_uring_for_each_cqe(&rw->ring, head, cqe) {
+			ring_cqe_handle(rw, cqe);
+			seen++;
+		}
+		io_uring_cq_advance(&rw->ring, seen);
+	}
+	/* Told to stop: commit what other threads answered, then let the ring go. */
+	ring_remote_drain(rw);
+	io_uring_submit(&rw->ring);
+	return 0;
+}
+
+static void *ring_worker_main(void *arg)
+{
+	struct ring_worker *rw = arg;
+	struct ufs_uring *u = rw->u;
+	int ret;
+
+	this_ring_worker = rw;
+	ufs_worker_thread_setup(rw->w, "ring");
+	ret = ring_build(rw);
+	setup_report(u, SETUP_BUILDING, ret);
+	if (ret || setup_wait_phase(u) != SETUP_REGISTER)
+		goto out_quiet;
+	ret = ring_register_all(rw);
+	setup_report(u, SETUP_REGISTER, ret);
+	if (ret || u->error)
+		goto out_quiet;
+	ret = ring_serve(rw);
+	ufs_daemon_worker_exited(u->d, ret);
+	return NULL;
+
+out_quiet:
+	/* Set-up did not complete: ufs_uring_start() reports it, not the main loop. */
+	__atomic_fetch_sub(&u->d->workers_running, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out)
+{
+	struct ufs_uring *u;
+	int ncpus = possible_cpus();
+
+	if (ncpus < 0) {
+		ufs_err("io_uring: cannot read /sys/devices/system/cpu/possible: %s",
+			strerror(-ncpus));
+		return ncpus;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->d = d;
+	u->nr_queues = ncpus;
+	u->depth = d->cfg.queue_depth;
+	u->pool_bufs = d->cfg.bufpool_buffers ? d->cfg.bufpool_buffers : d->cfg.queue_depth;
+	u->max_payload = d->conn.max_payload;
+	u->bufpool = d->conn.uring_bufpool;
+	/* A queue belongs to one ring: more workers than queues would idle. */
+	u->nrws = d->nworkers < u->nr_queues ? d->nworkers : u->nr_queues;
+	if (u->nrws < d->nworkers)
+		ufs_info("io_uring: %u queues (possible CPUs): using %u workers, not %u",
+			 u->nr_queues, u->nrws, d->nworkers);
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->rws = calloc(u->nrws, sizeof(*u->rws));
+	if (!u->rws) {
+		free(u);
+		return -ENOMEM;
+	}
+	*out = u;
+	return 0;
+}
+
+/* Queue q goes to worker q % W. */
+static int uring_assign_queues(struct ufs_uring *u)
+{
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		struct ring_worker *rw = &u->rws[i];
+
+		rw->u = u;
+		rw->w = &u->d->workers[i];
+		rw->fuse_fd = -1;
+		rw->event_fd = -1;
+		pthread_mutex_init(&rw->remote_lock, NULL);
+		rw->nqueues = (u->nr_queues - i + u->nrws - 1) / u->nrws;
+		rw->queues = calloc(rw->nqueues, sizeof(*rw->queues));
+		if (!rw->queues)
+			return -ENOMEM;
+		for (unsigned int k = 0; k < rw->nqueues; k++) {
+			struct ring_queue *q = &rw->queues[k];
+
+			q->qid = i + k * u->nrws;
+			q->rw = rw;
+			q->ents = calloc(u->depth, sizeof(*q->ents));
+			if (!q->ents)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void ring_worker_free(struct ring_worker *rw)
+{
+	if (rw->ring_ok)
+		io_uring_queue_exit(&rw->ring);
+	rw->ring_ok = false;
+	if (rw->event_fd >= 0)
+		close(rw->event_fd);
+	if (rw->fuse_fd >= 0)
+		close(rw->fuse_fd);
+	for (unsigned int k = 0; k < rw->nqueues; k++) {
+		struct ring_queue *q = &rw->queues[k];
+
+		while (q->spares) {
+			struct ring_spare *sp = q->spares;
+
+			q->spares = sp->next;
+			if (sp->ent.payload)
+				munmap(sp->ent.payload, rw->u->max_payload);
+			free(sp);
+		}
+		if (q->pool)
+			munmap(q->pool, q->pool_len);
+		free(q->ents);
+	}
+	free(rw->queues);
+	if (rw->headers)
+		munmap(rw->headers, rw->headers_len);
+	if (rw->payloads)
+		munmap(rw->payloads, rw->payloads_len);
+	pthread_mutex_destroy(&rw->remote_lock);
+}
+
+static void uring_free(struct ufs_uring *u)
+{
+	for (unsigned int i = 0; i < u->nrws; i++)
+		ring_worker_free(&u->rws[i]);
+	free(u->rws);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+static void uring_join(struct ufs_uring *u)
+{
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		struct ufs_worker *w = u->rws[i].w;
+
+		if (w->started) {
+			pthread_join(w->thread, NULL);
+			w->started = false;
+		}
+	}
+}
+
+static int uring_spawn(struct ufs_uring *u)
+{
+	struct ufs_daemon *d = u->d;
+
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		struct ring_worker *rw = &u->rws[i];
+		int ret;
+
+		rw->fuse_fd = ufs_dev_clone(d->fuse_fd);
+		if (rw->fuse_fd < 0)
+			return rw->fuse_fd;
+		rw->w->xpriv = rw;
+		__atomic_fetch_add(&d->workers_running, 1, __ATOMIC_RELAXED);
+		ret = -pthread_create(&rw->w->thread, NULL, ring_worker_main, rw);
+		if (ret) {
+			__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELAXED);
+			return ret;
+		}
+		rw->w->started = true;
+	}
+	return 0;
+}
+
+/* Wait until count reaches the number of started workers. */
+static void setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want)
+{
+	pthread_mutex_lock(&u->lock);
+	while (*count < want)
+		pthread_cond_wait(&u->cond, &u->lock);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static unsigned int started_workers(struct ufs_uring *u)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < u->nrws; i++)
+		n += u->rws[i].w->started;
+	return n;
+}
+
+static void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase)
+{
+	pthread_mutex_lock(&u->lock);
+	u->phase = phase;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Give up before any REGISTER: the kernel must be told, or requests block forever. */
+static int uring_abandon(struct ufs_uring *u)
+{
+	int ret;
+
+	setup_set_phase(u, SETUP_ABANDON);
+	uring_join(u);
+	ret = uring_force_dev_fallback(u->d->fuse_fd);
+	if (ret)
+		ufs_err("io_uring: cannot hand the connection back to /dev/fuse: %s",
+			strerror(-ret));
+	uring_free(u);
+	return ret ? ret : -EAGAIN;
 }
 
 int ufs_uring_start(struct ufs_daemon *d)
 {
-	(void)d;
-	return -EOPNOTSUPP;
-}
+	struct ufs_uring *u;
+	int ret;
 
-void ufs_uring_stop(struct ufs_daemon *d)
-{
-	(void)d;
+	ret = uring_alloc(d, &u);
+	if (ret) {
+		int fb = uring_force_dev_fallback(d->fuse_fd);
+
+		return fb ? fb : -EAGAIN;
+	}
+	ret = uring_assign_queues(u);
+	if (!ret)
+		ret = uring_spawn(u);
+	setup_wait_count(u, &u->built, started_workers(u));
+	if (ret || u->error)
+		return uring_abandon(u);
+
+	setup_set_phase(u, SETUP_REGISTER);
+	setup_wait_count(u, &u->registered, started_workers(u));
+	if (u->error) {
+		/*
+		 * A REGISTER failed: before the ring was ready the kernel now
+		 * serves /dev/fuse.  Workers that registered saw u->error and
+		 * left; closing their rings cancels their entries.
+		 */
+		uring_join(u);
+		uring_free(u);
+		return -EAGAIN;
+	}
+	d->uring = u;
+	d->nworkers = u->nrws;
+	d->queue_mode = u->bufpool ? "bufpool" : "per-entry";
+	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u queue_mode=%s "
+		 "payload=%zu", u->nr_queues, u->nrws, u->depth, d->queue_mode, u->max_payload);
+	return 0;
 }
 
 void ufs_uring_force_stop(struct ufs_daemon *d)
 {
-	(void)d;
+	struct ufs_uring *u = d->uring;
+	uint64_t one = 1;
+
+	if (!u)
+		return;
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		if (u->rws[i].event_fd >= 0 && write(u->rws[i].event_fd, &one, sizeof(one)) < 0)
+			ufs_warn("waking worker %u: %m", i);
+	}
+}
+
+void ufs_uring_stop(struct ufs_daemon *d)
+{
+	if (!d->uring)
+		return;
+	uring_join(d->uring);
+	uring_free(d->uring);
+	d->uring = NULL;
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Harness for the uringfs mount tests.
 
 Test modules (tests/mount/t_*.py) register cases with @case; the runner
@@ -59,6 +60,10 @@ VARIANTS = {
     'default': {},
     'dev': {'opts': 'io_uring=off', 'transport': 'dev'},
     'uring': {'opts': 'io_uring=on', 'transport': 'uring'},
+    # one worker serving every CPU's queue, one entry per queue
+    'uring-small': {'opts': 'io_uring=on,workers=1,queue_depth=1', 'transport': 'uring'},
+    # io_uring=auto on a kernel that does not offer it (enable_uring=N)
+    'fallback': {'opts': 'io_uring=auto', 'transport': 'dev'},
 }
 
 

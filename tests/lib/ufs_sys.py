@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """System calls the os module does not expose, through ctypes (Linux only).
 
 Every wrapper raises OSError with the errno of the failed call, like the os

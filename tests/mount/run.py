@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Run the uringfs mount tests and print TAP.
 
 usage: run.py [--variant NAME] [-k SUBSTRING] [--list] [MODULE...]
@@ -159,7 +160,8 @@ def run_case(c, shared, tap):
     diag = shared.after_case(c.name) if c.mount else None
     if diag or (error and not isinstance(error, ufs.Skip)):
         mounts = dict.fromkeys(ufs.MOUNT_HISTORY[first_mount:] + used)
-        diag = '\n'.join(filter(None, [diag] + [m.log_tail() for m in mounts])) or None
+        tails = [t for t in (m.log_tail() for m in mounts) if t and t not in str(error)]
+        diag = '\n'.join(filter(None, [diag] + tails)) or None
     tap.result(f'{c.module}: {c.name}', error, diag, time.monotonic() - start)
 
 

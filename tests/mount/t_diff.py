@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Seeded differential test: random operations over a small namespace, applied
 identically through the mount and on the reference directory.  Every result
 (value or errno) must match, and every 500 operations and at the end the two

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Confinement: nothing outside the source directory may be reached through
 the mount, whatever symlinks, '..', renames and special files inside it do.
 

@@ -1,8 +1,10 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """File locks between processes: fcntl POSIX locks and flock.
 
-Each case runs twice: with the daemon doing the locking (default options)
-and with posix_locks=off,flock_locks=off, where the kernel keeps the locks
-itself.  Both must behave like the reference directory.
+Each case runs twice: with the kernel keeping the locks itself (the default,
+posix_locks=off,flock_locks=off) and with posix_locks=on,flock_locks=on, where
+the daemon takes them on the backing file system.  Both must behave like the
+reference directory.
 """
 
 import errno
@@ -16,14 +18,14 @@ import ufs_sys as sx
 from ufs import case, check, check_eq, opened
 
 E = errno
-LOCAL = 'posix_locks=off,flock_locks=off'
+DAEMON = 'posix_locks=on,flock_locks=on'
 WR, RD, UN = fcntl.F_WRLCK, fcntl.F_RDLCK, fcntl.F_UNLCK
 
 
 def lock_case(fn):
     """Register fn(m) once per locking mode."""
     case(name=fn.__name__)(fn)
-    case(name=f'{fn.__name__}[{LOCAL}]', opts=LOCAL)(fn)
+    case(name=f'{fn.__name__}[{DAEMON}]', opts=DAEMON)(fn)
     return fn
 
 

@@ -1,9 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The daemon's life cycle and its mount: how it shows in mountinfo, the ways
 it ends (fusermount3 -u, umount, SIGTERM, SIGINT) with exit status 0, start-up
 failures, and the hidden read-only control file.  These cases need the real
 daemon and skip on the bind variant.
 """
 
+import contextlib
 import errno
 import os
 import signal
@@ -28,6 +30,16 @@ def mount_entry():
         check('allow_other' not in entry.superopts, f'allow_other without asking: {entry.superopts}')
     with ufs.Mount(opts='allow_other') as m:
         check('allow_other' in ufs.mount_entry(m.mnt).superopts, 'allow_other missing')
+
+
+@case(mount=False)
+def unmount_right_after_mount():
+    """fusermount3 -u as soon as the mount shows in mountinfo, many times:
+    nothing the daemon does at start-up may keep the mount busy."""
+    ufs.require_daemon()
+    for i in range(20):
+        with ufs.Mount(opts='allow_other' if i % 2 else None):
+            pass
 
 
 def ends_with(how):
@@ -63,9 +75,13 @@ def sigterm_with_open_file():
     """SIGTERM while a file is open: the daemon must still unmount and exit 0."""
     ufs.require_daemon()
     with ufs.Mount() as m:
-        with ufs.opened(f'{m.mnt}/f', os.O_CREAT | os.O_RDWR) as fd:
+        fd = os.open(f'{m.mnt}/f', os.O_CREAT | os.O_RDWR)
+        try:
             os.write(fd, b'x')
             m.terminate(signal.SIGTERM)
+        finally:
+            with contextlib.suppress(OSError):  # the connection may be gone by now
+                os.close(fd)
 
 
 def start_fails(args, what):

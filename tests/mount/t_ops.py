@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Every operation a passthrough must carry, compared with the backing file
 (stat fields, contents) and with the same operation on a reference directory
 (return values, errno).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Credentials: an ordinary user working through an allow_other mount must get
 the same ownership and the same EACCES/EPERM as on the reference directory,
 and the daemon itself must run as an ordinary user through fusermount3.

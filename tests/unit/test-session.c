@@ -48,7 +48,7 @@ static void test_defaults_618(void)
 	ok(!(conn.flags & FUSE_WRITEBACK_CACHE), "default: no writeback cache");
 	ok(!(conn.flags & FUSE_PASSTHROUGH), "passthrough is never taken");
 	ok(!(conn.flags & FUSE_POSIX_ACL), "default: posix_acl off");
-	ok(conn.flags & FUSE_POSIX_LOCKS, "default: posix locks");
+	ok(!(conn.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)), "default: the kernel locks locally");
 	ok(conn.flags & FUSE_HANDLE_KILLPRIV_V2, "default: killpriv_v2");
 	ok(!(conn.flags & FUSE_REQUEST_TIMEOUT), "default: no request timeout");
 	is_int(out.max_write, 1 << 20, "max_write 1 MiB");
@@ -82,7 +82,7 @@ static void test_config_masks(void)
 	struct ufs_conn conn;
 
 	ufs_config_defaults(&cfg);
-	cfg.posix_locks = false;
+	cfg.posix_locks = true;
 	cfg.flock_locks = false;
 	cfg.writeback_cache = true;
 	cfg.posix_acl = true;
@@ -91,7 +91,8 @@ static void test_config_masks(void)
 	cfg.request_timeout = 30;
 	cfg.max_write = 128 << 10;
 	ufs_init_negotiate(&in, sizeof(in), &cfg, false, &out, &conn);
-	ok(!(conn.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)), "locks off: not negotiated");
+	ok(conn.flags & FUSE_POSIX_LOCKS, "posix_locks on: negotiated");
+	ok(!(conn.flags & FUSE_FLOCK_LOCKS), "flock_locks off: not negotiated");
 	ok(conn.flags & FUSE_WRITEBACK_CACHE, "writeback_cache on: negotiated");
 	ok(conn.flags & FUSE_POSIX_ACL, "posix_acl on: negotiated");
 	ok(conn.flags & FUSE_DONT_MASK, "posix_acl on: DONT_MASK for default ACLs");

@@ -1,0 +1,17 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The mount suite with io_uring=auto on a kernel that does not offer
+# FUSE-over-io_uring (enable_uring=N): the daemon must fall back to /dev/fuse.
+# Makefile.am orders this after the io_uring runs, since the switch is global.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+param=/sys/module/fuse/parameters/enable_uring
+
+if [[ ! -w $param ]]; then
+	echo "1..0 # SKIP cannot switch $param (not root, or no FUSE-over-io_uring)"
+	exit 0
+fi
+old=$(cat "$param")
+trap 'echo "$old" >"$param"' EXIT
+echo N >"$param"
+/usr/bin/python3 "$here/run.py" --variant fallback

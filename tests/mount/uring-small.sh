@@ -1,0 +1,8 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The mount suite over io_uring with one worker serving every CPU's queue and
+# a single entry per queue.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+exec /usr/bin/python3 "$here/run.py" --variant uring-small
