@@ -98,6 +98,11 @@ class Config:
         self.variant = variant or ('bind' if self.bind else 'default')
         self.opts = join_opts(preset.get('opts'), env.get('UFS_OPTS'))
         self.expect_transport = env.get('UFS_EXPECT_TRANSPORT', preset.get('transport'))
+        # The 7.3 guest also pins the queue mode (bufpool) and zero-copy state.
+        self.expect_stats = {k: v for k, v in (
+            ('queue_mode', env.get('UFS_EXPECT_QUEUE_MODE', preset.get('queue_mode'))),
+            ('zero_copy', env.get('UFS_EXPECT_ZERO_COPY', preset.get('zero_copy'))),
+        ) if v}
 
 
 def _default_daemon(env):
@@ -692,6 +697,10 @@ class Mount:
         if str(stats.get('transport')) != want:
             raise HarnessError(f'transport is {stats.get("transport")!r}, expected {want!r} '
                                f'(stats: {stats})' + self.log_tail())
+        for name, value in config().expect_stats.items():
+            if str(stats.get(name)) != value:
+                raise HarnessError(f'{name} is {stats.get(name)!r}, expected {value!r} '
+                                   f'(stats: {stats})' + self.log_tail())
 
     # -- stopping
 

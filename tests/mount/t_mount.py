@@ -132,3 +132,129 @@ def control_file(m):
     check_errno((E.EACCES, E.EPERM, E.EROFS), os.unlink, path)
     check_errno((E.EACCES, E.EPERM, E.EROFS, E.EEXIST), os.mkdir, path)
     check_eq(m.stats().keys(), stats.keys(), 'stats names on a second read')
+
+
+def connection_dir(mnt):
+    """/sys/fs/fuse/connections/N of the mount at mnt, mounting fusectl if needed."""
+    conns = '/sys/fs/fuse/connections'
+    if not os.path.ismount(conns):
+        r = subprocess.run(['mount', '-t', 'fusectl', 'none', conns], capture_output=True)
+        if r.returncode:
+            raise ufs.Skip(f'cannot mount fusectl on {conns}: {r.stderr.decode().strip()}')
+    return f'{conns}/{os.minor(os.stat(mnt).st_dev)}'
+
+
+@case(mount=False, root=True)
+def abort_ends_daemon():
+    """An abort through fusectl ends the daemon within 5 s, with status 0."""
+    ufs.require_daemon()
+    with ufs.Mount() as m:
+        ufs.write_file(f'{m.mnt}/f', b'x')
+        with open(f'{connection_dir(m.mnt)}/abort', 'w') as f:
+            f.write('1')
+        m.wait_exit(timeout=5)
+        m.mounted = False
+        if ufs.mount_entry(m.mnt):
+            subprocess.run(['fusermount3', '-u', m.mnt], check=True)
+        m._forget()
+
+
+@case(mount=False)
+def kill9_leaves_enotconn():
+    """kill -9: the mount answers ENOTCONN and fusermount3 -u removes it."""
+    ufs.require_daemon()
+    m = ufs.Mount()
+    with contextlib.ExitStack() as stack:
+        stack.callback(m.abort)
+        m.start()
+        ufs.write_file(f'{m.mnt}/f', b'x')
+        m.proc.kill()
+        m.proc.wait(5)
+        # A request caught in the ring's teardown may end ECONNABORTED; after it, ENOTCONN.
+        deadline = time.monotonic() + 5
+        while ufs.outcome(os.stat, f'{m.mnt}/f').err == E.ECONNABORTED and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        check_errno(E.ENOTCONN, os.stat, f'{m.mnt}/f')
+        subprocess.run(['fusermount3', '-u', m.mnt], check=True, capture_output=True)
+        check(ufs.mount_entry(m.mnt) is None, 'the dead mount is still listed')
+        m.mounted = False
+
+
+@case(mount=False, timeout=90)
+def sigterm_under_write_load():
+    """SIGTERM while fio writes through the mount: the daemon exits 0 within 10 s."""
+    ufs.require_daemon()
+    fio = shutil_which('fio')
+    with ufs.Mount() as m:
+        cmd = [fio, '--name=load', f'--directory={m.mnt}', '--rw=randwrite', '--bs=128k',
+               '--size=64m', '--numjobs=2', '--iodepth=4', '--ioengine=psync',
+               '--time_based', '--runtime=30', '--output=/dev/null']
+        load = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.5)
+            check(load.poll() is None, 'fio ended before the signal')
+            start = time.monotonic()
+            m.proc.send_signal(signal.SIGTERM)
+            m.ended('SIGTERM under load')
+            took = time.monotonic() - start
+            check(took < 10, f'the daemon took {took:.1f} s to exit')
+        finally:
+            load.kill()
+            load.wait()
+
+
+def shutil_which(name):
+    import shutil
+    path = shutil.which(name)
+    if not path:
+        raise ufs.Skip(f'{name} is not installed')
+    return path
+
+
+def thread_cpus(pid, prefix):
+    """{thread name: Cpus_allowed_list} for the daemon's threads named prefix*."""
+    found = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        with open(f'/proc/{pid}/task/{tid}/status') as f:
+            fields = dict(line.rstrip('\n').split(':\t', 1) for line in f if ':\t' in line)
+        if fields.get('Name', '').startswith(prefix):
+            found[fields['Name']] = fields['Cpus_allowed_list']
+    return found
+
+
+@case(mount=False)
+def cpus_pin_workers():
+    """cpus=0 pins every worker to CPU 0 (and io-wq with it, IOWQ_AFF)."""
+    ufs.require_daemon()
+    with ufs.Mount(opts='cpus=0') as m:
+        ufs.write_file(f'{m.mnt}/f', b'pinned')
+        stats = m.stats()
+        prefix = 'uringfs-ring' if stats['transport'] == 'uring' else 'uringfs-dev'
+        pinned = thread_cpus(m.pid, prefix)
+        check(pinned, f'no {prefix}* threads in {m.pid}')
+        check_eq(set(pinned.values()), {'0'}, 'worker CPU affinity')
+        check('IOWQ_AFF' not in m.log_text(), 'IORING_REGISTER_IOWQ_AFF failed' + m.log_tail())
+
+
+@case(mount=False)
+def requests_take_the_transport():
+    """The counters show which transport served: every data request on it."""
+    ufs.require_daemon()
+    want = ufs.config().expect_transport
+    if not want:
+        raise ufs.Skip('no transport expected by this variant')
+    with ufs.Mount() as m:
+        before = m.stats()
+        data = ufs.pattern(3 << 20)
+        ufs.write_file(f'{m.mnt}/f', data)
+        check_eq(ufs.read_file(f'{m.mnt}/f'), data, 'data read back')
+        after = m.stats()
+        served = {t: after[f'requests_{t}'] - before[f'requests_{t}'] for t in ('ring', 'dev')}
+        other = 'dev' if want == 'uring' else 'ring'
+        mine = 'ring' if want == 'uring' else 'dev'
+        check(served[mine] >= 6, f'only {served[mine]} requests via {mine}: {served}')
+        # FORGET and INTERRUPT always use /dev/fuse; nothing else may.
+        check(served[other] <= 2 if other == 'dev' else served[other] == 0,
+              f'{served[other]} requests via {other}: {served}')
+        check(after['write_bytes'] - before['write_bytes'] >= len(data), 'write_bytes')
