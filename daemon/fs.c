@@ -98,6 +98,22 @@ err_close_proc:
 	return ret;
 }
 
+/*
+ * /proc/self/fd names the opening process's descriptors: after the daemon
+ * detaches (fork), the parent's directory is the wrong one.  Reopen it in
+ * the process that serves.
+ */
+int ufs_fs_reopen_proc(struct ufs_fs *fs)
+{
+	int fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	close(fs->proc_fd);
+	fs->proc_fd = fd;
+	return 0;
+}
+
 void ufs_fs_destroy(struct ufs_fs *fs)
 {
 	ufs_file_table_destroy(fs);

@@ -704,7 +704,7 @@ static int run(struct ufs_daemon *d)
 		goto err_fs;
 	}
 	d->fuse_fd = d->mnt.fd;
-	if (!d->foreground && daemonize(&ready_fd)) {
+	if (!d->foreground && (daemonize(&ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
 		fprintf(stderr, "uringfs: cannot detach: %m\n");
 		goto err_unmount;
 	}

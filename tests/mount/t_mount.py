@@ -258,3 +258,47 @@ def requests_take_the_transport():
         check(served[other] <= 2 if other == 'dev' else served[other] == 0,
               f'{served[other]} requests via {other}: {served}')
         check(after['write_bytes'] - before['write_bytes'] >= len(data), 'write_bytes')
+
+
+def daemon_pids(mnt):
+    """Pids of uringfs processes whose command line names mnt."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                args = f.read().split(b'\0')
+        except OSError:
+            continue
+        if args and args[0].endswith(b'uringfs') and mnt.encode() in args:
+            pids.append(int(pid))
+    return pids
+
+
+@case(mount=False)
+def detached_daemon():
+    """Without -f the daemon returns once the mount serves, and its detached
+    process serves everything until the unmount, then exits."""
+    ufs.require_daemon()
+    src, mnt = ufs.scratch_dir('dsrc'), ufs.scratch_dir('dmnt')
+    opts = ufs.config().opts
+    r = subprocess.run([ufs.config().daemon] + (['-o', opts] if opts else []) + [src, mnt],
+                       capture_output=True, text=True, timeout=30)
+    check_eq(r.returncode, 0, f'foreground part exit status (stderr: {r.stderr})')
+    try:
+        check(ufs.mount_entry(mnt) is not None, 'not mounted when the command returned')
+        pids = daemon_pids(mnt)
+        check_eq(len(pids), 1, f'detached daemons for {mnt}')
+        ufs.write_file(f'{mnt}/f', b'detached')
+        check_eq(ufs.read_file(f'{mnt}/f'), b'detached', 'read back through the mount')
+        os.rename(f'{mnt}/f', f'{mnt}/g')
+        check_eq(sorted(os.listdir(mnt)), ['g'], 'listing')
+        subprocess.run(['fusermount3', '-u', mnt], check=True, capture_output=True)
+        deadline = time.monotonic() + 10
+        while daemon_pids(mnt) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(not daemon_pids(mnt), 'the detached daemon did not exit after the unmount')
+    finally:
+        if ufs.mount_entry(mnt):
+            subprocess.run(['fusermount3', '-u', '-z', mnt])
+        for pid in daemon_pids(mnt):
+            os.kill(pid, signal.SIGKILL)
