@@ -90,7 +90,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("xattr", "backing", xattr, "on"),
 	ENUM("xattr_trusted", "backing", xattr_trusted, xattr_policy_names, "deny"),
 	ENUM("xattr_security", "backing", xattr_security, xattr_policy_names, "allow"),
-	BOOL("backing_direct_io", "backing", backing_direct_io, "on"),
+	BOOL("backing_direct_io", "backing", backing_direct_io, "off"),
 	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),
 	OPT("fd_cache", "backing", UFS_OPT_UINT, fd_cache, 16, 1 << 20, NULL, "4096"),
 };

@@ -38,6 +38,7 @@ struct ufs_daemon {
 	const char *queue_mode;		/* "per-entry", "bufpool", or "-" on /dev/fuse */
 	const char *zero_copy_state;	/* "on", "eperm", "einval", "off" */
 	const char *cfr_mode;
+	enum ufs_cfr_mode cfr;		/* how copy_file_range runs */
 
 	unsigned int nworkers;		/* workers serving requests */
 	struct ufs_worker *workers;

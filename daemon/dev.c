@@ -21,6 +21,7 @@
 #include "dev.h"
 #include "dispatch.h"
 #include "io.h"
+#include "io_copy.h"
 #include "log.h"
 #include "worker.h"
 
@@ -52,12 +53,22 @@ struct dev_worker {
 };
 
 static void dev_reply(struct ufs_req *req, int error, size_t len);
+static void dev_io_submit(struct ufs_req *req);
 
 static const struct ufs_transport_ops dev_ops = {
 	.name = "dev",
 	.reply = dev_reply,
-	.io_submit = ufs_io_run_sync,
+	.io_submit = dev_io_submit,
 };
+
+/* Data I/O runs on the worker; a copy goes to its helper thread (io_copy.c). */
+static void dev_io_submit(struct ufs_req *req)
+{
+	if (req->io.op == UFS_IO_COPY)
+		ufs_copy_submit(req, req->worker->daemon->cfr);
+	else
+		ufs_io_run_sync(req);
+}
 
 int ufs_dev_clone(int fuse_fd)
 {

@@ -123,7 +123,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 
 	req->fs = fs;
 	req->inode = NULL;
-	req->fs_priv = NULL;
+	req->copy = NULL;
 	ret = ufs_decode(fs->conn, msg, req, &why);
 	count_request(req);
 	if (ret) {

@@ -29,6 +29,7 @@
 #include "dispatch.h"
 #include "fs.h"
 #include "log.h"
+#include "io_copy.h"
 #include "worker.h"
 
 #define OFFSET_MAX_FUSE INT64_MAX
@@ -480,7 +481,11 @@ ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
 	(void)fs;
 	if (req->worker)
 		ufs_stat_add(&req->worker->stats.interrupts, 1);
-	/* Anything else runs to completion quickly; its reply answers the interrupt. */
-	ufs_lock_interrupt(in->unique);
+	/*
+	 * Lock waits and copies can be abandoned; anything else finishes
+	 * quickly and its reply answers the interrupt.
+	 */
+	if (!ufs_lock_interrupt(in->unique))
+		ufs_copy_interrupt(in->unique);
 	return 0;
 }

@@ -17,7 +17,7 @@ bool ufs_io_progress(struct ufs_io *io, ssize_t res, ssize_t *res_out)
 		return true;
 	}
 	io->done_bytes += res;
-	if (!res || io->done_bytes >= io->len || io->op == UFS_IO_COPY) {
+	if (!res || io->done_bytes >= io->len) {
 		*res_out = io->done_bytes;
 		return true;
 	}

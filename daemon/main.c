@@ -28,6 +28,7 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "io_copy.h"
 #include "log.h"
 #include "notify.h"
 #include "uring.h"
@@ -455,6 +456,32 @@ static int start_dev_workers(struct ufs_daemon *d)
 	return 0;
 }
 
+/*
+ * How copy_file_range will run.  The ring opcode needs the io_uring
+ * transport and a kernel that passes the self-test.  Returns 0, or
+ * -EOPNOTSUPP when copy_file_range=ring cannot be honoured.
+ */
+static int copy_mode_choose(struct ufs_daemon *d, bool ring_transport)
+{
+	const char *why = "the io_uring transport is not in use";
+	bool ring_ok = false;
+	int want = d->cfg.copy_file_range;
+
+	if (ring_transport && (want == UFS_CFR_AUTO || want == UFS_CFR_RING))
+		ring_ok = !ufs_copy_ring_selftest(&why);
+	if (want == UFS_CFR_RING && !ring_ok) {
+		ufs_err("copy_file_range=ring, but %s", why);
+		return -EOPNOTSUPP;
+	}
+	d->cfr = ufs_copy_mode_resolve(want, ring_ok);
+	d->cfr_mode = ufs_cfr_mode_name(d->cfr);
+	if (ring_transport && !ring_ok)
+		ufs_info("copy_file_range: %s (no ring opcode: %s)", d->cfr_mode, why);
+	else
+		ufs_info("copy_file_range: %s", d->cfr_mode);
+	return 0;
+}
+
 /* The io_uring transport with a /dev/fuse reader beside it, or /dev/fuse alone. */
 static int start_transport(struct ufs_daemon *d)
 {
@@ -462,9 +489,11 @@ static int start_transport(struct ufs_daemon *d)
 
 	d->queue_mode = "-";
 	d->zero_copy_state = "off";
-	d->cfr_mode = ufs_cfr_mode_name(d->cfg.copy_file_range == UFS_CFR_AUTO ? UFS_CFR_SYNC :
-									   d->cfg.copy_file_range);
 	if (d->conn.uring) {
+		/* Decided before the first request can arrive, and again if the ring fails. */
+		ret = copy_mode_choose(d, true);
+		if (ret)
+			return ret;
 		ret = ufs_uring_start(d);
 		if (!ret) {
 			d->transport = UFS_TRANSPORT_URING;
@@ -485,6 +514,9 @@ static int start_transport(struct ufs_daemon *d)
 		ufs_info("transport: io_uring=off:%s", d->conn.uring_off_reason);
 	}
 	d->transport = UFS_TRANSPORT_DEV;
+	ret = copy_mode_choose(d, false);
+	if (ret)
+		return ret;
 	return start_dev_workers(d);
 }
 
@@ -542,8 +574,9 @@ static int abort_connection(struct ufs_daemon *d)
  */
 static void force_stop(struct ufs_daemon *d)
 {
-	/* Lock waits reply through the workers: let them finish first. */
+	/* Lock waits and copies reply through the workers: let them finish first. */
 	ufs_lock_wait_idle();
+	ufs_copy_wait_idle();
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < d->nworkers; i++) {
 		if (d->workers[i].started)
@@ -622,8 +655,9 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			if (read(d->event_fd, &v, sizeof(v)) < 0) {
 				/* Spurious wake-up. */
 			}
-			/* A worker saw the connection end: lock waits cannot be granted now. */
+			/* A worker saw the connection end: lock waits and copies are moot. */
 			ufs_lock_interrupt_all();
+			ufs_copy_interrupt_all();
 		}
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -656,11 +690,15 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 
 static void stop_workers(struct ufs_daemon *d)
 {
+	/* Helper threads reply through the transports: they finish first. */
 	ufs_lock_wait_idle();
+	ufs_copy_wait_idle();
 	if (d->uring)
 		ufs_uring_stop(d);
-	for (unsigned int i = 0; i < d->nworkers; i++)
+	for (unsigned int i = 0; i < d->nworkers; i++) {
 		ufs_dev_worker_join(&d->workers[i]);
+		ufs_copier_stop(&d->workers[i]);
+	}
 	ufs_dev_worker_join(&d->dev_reader);
 }
 

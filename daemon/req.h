@@ -30,6 +30,7 @@ struct ufs_req;
 struct ufs_worker;
 struct ufs_fs;
 struct ufs_inode;
+struct ufs_copy_job;
 
 /* Decoded request arguments; every pointer is inside the request, every length checked. */
 struct ufs_args {
@@ -104,7 +105,7 @@ struct ufs_req {
 	size_t out_cap;
 	bool direct_io_aligned;		/* out is page aligned for O_DIRECT */
 	struct ufs_io io;
-	void *fs_priv;			/* file system state for a queued request */
+	struct ufs_copy_job *copy;	/* a copy_file_range in flight (io_copy.c) */
 	uint64_t interrupt_unique;	/* set when an INTERRUPT names this request */
 	char names[2][256];		/* copies of the name arguments */
 	char xattr_name[256];

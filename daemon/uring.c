@@ -40,6 +40,7 @@
 #include "dev.h"
 #include "dispatch.h"
 #include "io.h"
+#include "io_copy.h"
 #include "log.h"
 #include "uring.h"
 
@@ -109,9 +110,17 @@ struct ring_worker {
 	unsigned int ios_inflight;
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;
-	/* replies from other threads */
+	/* replies and copy cancels from other threads */
 	pthread_mutex_t remote_lock;
 	struct ring_ent *remote_head;
+	struct ring_cancel *cancel_head;
+};
+
+/* An INTERRUPT for a copy running on this ring, passed to its worker. */
+struct ring_cancel {
+	struct ring_cancel *next;
+	struct ufs_req *req;
+	uint64_t unique;
 };
 
 enum uring_setup_phase {
@@ -622,14 +631,37 @@ static void ring_reply(struct ufs_req *req, int error, size_t len)
 		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
 }
 
+/* ASYNC_CANCEL the copy SQE of each cancel still about its request. */
+static void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c)
+{
+	while (c) {
+		struct ring_cancel *next = c->next;
+		struct ring_ent *ent = req_to_ent(c->req);
+
+		if (ent->state == RING_ENT_SERVING && c->req->copy &&
+		    ((struct fuse_in_header *)ent->hdr->in_out)->unique == c->unique) {
+			struct io_uring_sqe *sqe = ring_get_sqe(rw);
+
+			io_uring_prep_cancel(sqe, tag(c->req, RING_TAG_IO), 0);
+			io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_SETUP));
+		}
+		free(c);
+		c = next;
+	}
+}
+
 static void ring_remote_drain(struct ring_worker *rw)
 {
+	struct ring_cancel *cancels;
 	struct ring_ent *ent;
 
 	pthread_mutex_lock(&rw->remote_lock);
 	ent = rw->remote_head;
 	rw->remote_head = NULL;
+	cancels = rw->cancel_head;
+	rw->cancel_head = NULL;
 	pthread_mutex_unlock(&rw->remote_lock);
+	ring_cancels_submit(rw, cancels);
 	while (ent) {
 		struct ring_ent *next = ent->remote_next;
 
@@ -663,23 +695,76 @@ static void ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
 		io_uring_prep_fallocate(sqe, io->fd, io->mode, io->off, io->len);
 		break;
 	case UFS_IO_COPY:
-		break;	/* not a ring operation here: see ring_io_submit */
+		/* The proposed opcode, packed like splice (see io_copy.h). */
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = UFS_IORING_OP_COPY_FILE_RANGE;
+		sqe->fd = io->fd;
+		sqe->off = off;
+		sqe->splice_fd_in = io->fd_in;
+		sqe->splice_off_in = io->off_in + io->done_bytes;
+		sqe->len = ufs_copy_next_len(io);
+		sqe->splice_flags = io->mode;
+		break;
 	}
 	io_uring_sqe_set_data(sqe, tag(req, RING_TAG_IO));
 	rw->ios_inflight++;
+}
+
+/*
+ * INTERRUPT of a copy on this ring (called with the copy registry locked,
+ * from the /dev/fuse reader): the worker itself must cancel it.
+ */
+static void ring_copy_cancel(struct ufs_req *req)
+{
+	struct ring_worker *rw = req_to_ent(req)->q->rw;
+	struct ring_cancel *c = malloc(sizeof(*c));
+	uint64_t one = 1;
+
+	if (!c)
+		return;	/* the copy still stops at its next chunk */
+	c->req = req;
+	c->unique = req->in->unique;
+	pthread_mutex_lock(&rw->remote_lock);
+	c->next = rw->cancel_head;
+	rw->cancel_head = c;
+	pthread_mutex_unlock(&rw->remote_lock);
+	if (write(rw->event_fd, &one, sizeof(one)) < 0)
+		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
 }
 
 static void ring_io_submit(struct ufs_req *req)
 {
 	struct ring_worker *rw = req_to_ent(req)->q->rw;
 
-	/* No ring opcode for copy_file_range on this kernel: do it here. */
+	req->io.done_bytes = 0;
 	if (req->io.op == UFS_IO_COPY) {
-		ufs_io_run_sync(req);
+		/* Without the ring opcode: the worker's helper thread, or inline. */
+		if (rw->u->d->cfr != UFS_CFR_RING) {
+			ufs_copy_submit(req, rw->u->d->cfr);
+			return;
+		}
+		if (ufs_copy_track_ring(req, ring_copy_cancel)) {
+			req->io.done(req, -ENOMEM);
+			return;
+		}
+	}
+	ring_io_prep(rw, req);
+}
+
+/* A chunk of a ring copy completed: the next one, or the reply. */
+static void ring_copy_complete(struct ring_worker *rw, struct ufs_req *req, int res)
+{
+	struct ufs_io *io = &req->io;
+
+	if (res > 0)
+		io->done_bytes += res;
+	if (res > 0 && io->done_bytes < io->len && !ufs_copy_cancelled(req)) {
+		ring_io_prep(rw, req);
 		return;
 	}
-	req->io.done_bytes = 0;
-	ring_io_prep(rw, req);
+	/* -ECANCELED: an ASYNC_CANCEL caught it before it ran. */
+	ufs_copy_finish(req, io->done_bytes ? (ssize_t)io->done_bytes :
+			(res < 0 && res != -ECANCELED ? res : 0));
 }
 
 static void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res)
@@ -688,6 +773,10 @@ static void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int re
 	ssize_t result = res;
 
 	rw->ios_inflight--;
+	if (io->op == UFS_IO_COPY) {
+		ring_copy_complete(rw, req, res);
+		return;
+	}
 	if (io->op == UFS_IO_READ || io->op == UFS_IO_WRITE) {
 		if (res == -EAGAIN) {
 			/* Short of resources in the kernel: finish this one synchronously. */

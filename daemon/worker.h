@@ -14,6 +14,7 @@
 #include <signal.h>
 
 struct ufs_daemon;
+struct ufs_copier;
 
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
 #define UFS_WORKER_WAKE_SIGNAL SIGUSR2
@@ -24,6 +25,7 @@ struct ufs_worker {
 	bool started;
 	struct ufs_daemon *daemon;	/* back pointer */
 	void *xpriv;			/* transport state of this worker */
+	struct ufs_copier *copier;	/* copy_file_range helper thread, or NULL */
 	struct ufs_stats stats;
 	int cpu;			/* pinned CPU, -1: none */
 };
