@@ -41,6 +41,7 @@ struct ufs_daemon {
 	enum ufs_cfr_mode cfr;		/* how copy_file_range runs */
 
 	unsigned int nworkers;		/* workers serving requests */
+	unsigned int workers_alloc;	/* entries in workers[] */
 	struct ufs_worker *workers;
 	struct ufs_worker dev_reader;	/* io_uring: the /dev/fuse reader */
 

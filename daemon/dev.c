@@ -221,6 +221,10 @@ static void dev_serve(struct dev_worker *dw, struct dev_slot *slot, ssize_t n)
 	slot->req.out_cap = slot->out_size;
 	slot->req.direct_io_aligned = true;
 	ufs_stat_add(&dw->w->stats.requests_dev, 1);
+	if (in->opcode == FUSE_READ)
+		ufs_stat_add(&dw->w->stats.copied_reads, 1);
+	else if (in->opcode == FUSE_WRITE)
+		ufs_stat_add(&dw->w->stats.copied_writes, 1);
 	ufs_dispatch(&dw->w->daemon->fs, &slot->req, &msg);
 }
 

@@ -83,6 +83,7 @@ struct ufs_fs {
 	uint64_t file_count;
 
 	struct ufs_inode *control;	/* the stats control file, or NULL */
+	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
 	/* Stats snapshot producer for the control file (stats.c). */
 	char *(*control_snapshot)(void *arg, size_t *len);
 	void *control_arg;

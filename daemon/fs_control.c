@@ -87,6 +87,9 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
 	out->open_flags = FOPEN_DIRECT_IO;
+	/* Zero-copied reads of it bounce through the worker's memory file. */
+	if (fs->zero_copy)
+		out->open_flags |= FOPEN_IO_URING_ZERO_COPY;
 	return sizeof(*out);
 }
 

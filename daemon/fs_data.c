@@ -57,6 +57,9 @@ static uint32_t open_reply_flags(struct ufs_fs *fs, const struct ufs_file *file)
 	(void)file;
 	if (fs->cfg->keep_cache)
 		flags |= FOPEN_KEEP_CACHE;
+	/* Never with FOPEN_PASSTHROUGH (the kernel refuses the pair); uringfs uses none. */
+	if (fs->zero_copy)
+		flags |= FOPEN_IO_URING_ZERO_COPY;
 	return flags;
 }
 
@@ -282,6 +285,7 @@ ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
 		.off = in->offset,
 		.buf = req->out,
 		.len = in->size < req->out_cap ? in->size : req->out_cap,
+		.bounce = (file->flags & O_DIRECT) != 0,
 		.done = read_done,
 	};
 	req->xops->io_submit(req);
@@ -321,6 +325,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 		.off = in->offset,
 		.buf = (void *)req->args.data,
 		.len = req->args.data_len,
+		.bounce = (file->flags & O_DIRECT) != 0,
 		.done = write_done,
 	};
 	req->xops->io_submit(req);

@@ -399,6 +399,12 @@ static int handle_init(struct ufs_daemon *d)
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
+	if (d->cfg.zero_copy == UFS_SWITCH_ON && !d->conn.uring_bufpool) {
+		ufs_err("zero_copy=on, but %s", !d->conn.uring ? d->conn.uring_off_reason :
+			"the kernel has no FUSE-over-io_uring buffer pools (Linux 7.3 needed)");
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
 	ret = ufs_dev_write_reply(d->fuse_fd, buf.h.unique, 0, &out, sizeof(out));
 	if (ret) {
 		ufs_err("replying to INIT: %s", strerror(-ret));
@@ -418,6 +424,7 @@ static int workers_alloc(struct ufs_daemon *d)
 	if (!d->workers)
 		return -ENOMEM;
 	d->nworkers = n;
+	d->workers_alloc = n;
 	for (unsigned int i = 0; i < n; i++) {
 		struct ufs_worker *w = &d->workers[i];
 
@@ -506,8 +513,9 @@ static int start_transport(struct ufs_daemon *d)
 				__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELAXED);
 			return ret;
 		}
-		if (ret != -EAGAIN || d->cfg.io_uring == UFS_SWITCH_ON)
-			return ret;
+		if (ret != -EAGAIN || d->cfg.io_uring == UFS_SWITCH_ON ||
+		    d->cfg.zero_copy == UFS_SWITCH_ON)
+			return ret == -EAGAIN ? -EOPNOTSUPP : ret;
 		/* The ring never became ready: the kernel serves the connection over /dev/fuse. */
 		ufs_warn("transport: io_uring=off:setup-failed, serving over /dev/fuse");
 	} else if (d->conn.uring_off_reason) {

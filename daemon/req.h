@@ -67,6 +67,7 @@ struct ufs_io {
 	size_t len;
 	size_t done_bytes;		/* progress across short transfers */
 	int mode;			/* FALLOCATE mode */
+	bool bounce;			/* O_DIRECT backing: data must pass through memory */
 	int fd_in;			/* COPY source */
 	uint64_t off_in;
 	void (*done)(struct ufs_req *req, ssize_t res);
@@ -104,6 +105,7 @@ struct ufs_req {
 	void *out;
 	size_t out_cap;
 	bool direct_io_aligned;		/* out is page aligned for O_DIRECT */
+	bool zero_copy;			/* READ/WRITE data is in the client's pages (uring_io.c) */
 	struct ufs_io io;
 	struct ufs_copy_job *copy;	/* a copy_file_range in flight (io_copy.c) */
 	uint64_t interrupt_unique;	/* set when an INTERRUPT names this request */

@@ -43,135 +43,19 @@
 #include "io_copy.h"
 #include "log.h"
 #include "uring.h"
+#include "uring_i.h"
 
-/* user_data: a pointer (16-byte aligned) with what it points to in the low bits. */
-enum ring_tag {
-	RING_TAG_ENT = 0,	/* struct ring_ent: a FUSE command completed */
-	RING_TAG_IO = 1,	/* struct ufs_req: its backing-file I/O completed */
-	RING_TAG_EVENT = 2,	/* struct ring_worker: replies from other threads */
-	RING_TAG_SETUP = 3,	/* ADD_QUEUE / ADD_BUFPOOL, reaped during setup */
-};
-#define RING_TAG_MASK 3UL
-
-enum ring_ent_state {
-	RING_ENT_NEW,		/* not registered yet */
-	RING_ENT_KERNEL,	/* registered or committed: the kernel holds it */
-	RING_ENT_SERVING,	/* carries a request the daemon is serving */
-	RING_ENT_DEAD,		/* the kernel completed it with an error: gone */
-};
-
-struct ring_worker;
-struct ring_queue;
-
-struct ring_ent {
-	struct ufs_req req;			/* the request this entry carries */
-	struct ring_queue *q;			/* back pointer */
-	struct ufs_uring_req_header *hdr;	/* the kernel keeps this address */
-	void *payload;				/* per-entry mode only */
-	struct iovec iov[2];
-	enum ring_ent_state state;
-	/* a reply handed over by another thread; protected by rw->remote_lock */
-	struct ring_ent *remote_next;
-	int remote_error;
-	size_t remote_len;
-};
-
-struct ring_queue {
-	uint16_t qid;				/* = the kernel's CPU number */
-	struct ring_worker *rw;			/* back pointer */
-	uint8_t *pool;				/* buffer pool (bufpool mode) */
-	size_t pool_len;
-	struct ring_ent *ents;
-	struct ring_spare *spares;		/* entries added for lock waits */
-	unsigned int nspares;
-};
-
-/* An entry added after start-up, with memory of its own. */
-struct ring_spare {
-	struct ring_ent ent;
-	struct ring_spare *next;
-	struct ufs_uring_req_header hdr;
-};
-
-struct ring_worker {
-	struct ufs_worker *w;			/* back pointer */
-	struct ufs_uring *u;			/* back pointer */
-	struct io_uring ring;
-	bool ring_ok;
-	int fuse_fd;				/* this worker's descriptor of the connection */
-	struct ring_queue *queues;
-	unsigned int nqueues;
-	struct ufs_uring_req_header *headers;	/* one mapping for all entries */
-	size_t headers_len;
-	uint8_t *payloads;			/* per-entry mode: one mapping */
-	size_t payloads_len;
-	/* fields below are owned by the worker thread */
-	unsigned int live_ents;			/* entries the kernel may still complete */
-	unsigned int ios_inflight;
-	int event_fd;				/* other threads' replies wake the ring */
-	uint64_t event_value;
-	/* replies and copy cancels from other threads */
-	pthread_mutex_t remote_lock;
-	struct ring_ent *remote_head;
-	struct ring_cancel *cancel_head;
-};
-
-/* An INTERRUPT for a copy running on this ring, passed to its worker. */
-struct ring_cancel {
-	struct ring_cancel *next;
-	struct ufs_req *req;
-	uint64_t unique;
-};
-
-enum uring_setup_phase {
-	SETUP_BUILDING,		/* workers build rings, buffers, queues */
-	SETUP_REGISTER,		/* every worker built: register */
-	SETUP_ABANDON,		/* someone failed: register nothing */
-};
-
-struct ufs_uring {
-	struct ufs_daemon *d;
-	unsigned int nr_queues;			/* possible CPUs */
-	unsigned int depth;			/* entries per queue */
-	unsigned int pool_bufs;			/* buffers per pool */
-	size_t max_payload;
-	bool bufpool;
-	struct ring_worker *rws;
-	unsigned int nrws;
-	/* the setup handshake; protected by lock */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	enum uring_setup_phase phase;
-	unsigned int built, registered;
-	int error;
-	bool registered_any;
-};
-
-static __thread struct ring_worker *this_ring_worker;
+__thread struct ring_worker *ufs_this_ring_worker;
 
 static void ring_reply(struct ufs_req *req, int error, size_t len);
-static void ring_io_submit(struct ufs_req *req);
 static void ring_hold(struct ufs_req *req);
 
-static const struct ufs_transport_ops ring_ops = {
+const struct ufs_transport_ops ufs_ring_ops = {
 	.name = "uring",
 	.reply = ring_reply,
 	.io_submit = ring_io_submit,
 	.hold = ring_hold,
 };
-
-/* Spare entries a queue may add while others wait on locks. */
-#define RING_SPARE_MAX 64
-
-static void *tag(void *p, enum ring_tag t)
-{
-	return (void *)((uintptr_t)p | t);
-}
-
-static struct ring_ent *req_to_ent(struct ufs_req *req)
-{
-	return (struct ring_ent *)((char *)req - offsetof(struct ring_ent, req));
-}
 
 /* The number of CPUs the kernel may ever have: it sizes the queue array by it. */
 static int possible_cpus(void)
@@ -212,7 +96,7 @@ bool ufs_uring_supported(void)
 }
 
 /* An SQE, flushing the submission queue if it is full. */
-static struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw)
+struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&rw->ring);
 
@@ -335,8 +219,10 @@ static void ring_ents_init(struct ring_worker *rw)
 				ent->iov[1].iov_base = ent->payload;
 				ent->iov[1].iov_len = u->max_payload;
 			}
-			ent->req.xops = &ring_ops;
+			ent->req.xops = &ufs_ring_ops;
 			ent->req.worker = rw->w;
+			ent->idx = rw->next_idx++;
+			ent->slot = q->zero_copy ? ent->idx + 1 : 0;
 		}
 	}
 }
@@ -347,7 +233,7 @@ static int ring_setup_cmd(struct ring_worker *rw, struct io_uring_sqe *sqe)
 	struct io_uring_cqe *cqe;
 	int ret;
 
-	io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_SETUP));
+	io_uring_sqe_set_data(sqe, ring_tag(rw, RING_TAG_SETUP));
 	ret = io_uring_submit_and_wait(&rw->ring, 1);
 	if (ret < 0)
 		return ret;
@@ -359,6 +245,45 @@ static int ring_setup_cmd(struct ring_worker *rw, struct io_uring_sqe *sqe)
 	return ret;
 }
 
+static int ring_add_queue(struct ring_worker *rw, struct ring_queue *q, uint64_t flags)
+{
+	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+
+	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_ADD_QUEUE, q->qid)->flags = flags;
+	return ring_setup_cmd(rw, sqe);
+}
+
+/*
+ * ADD_QUEUE, with FUSE_URING_ZERO_COPY when wanted.  The kernel refuses
+ * zero copy with EPERM without CAP_SYS_ADMIN (in the initial namespace) and
+ * with EINVAL before 7.3; the queue is then added without it.
+ */
+static int ring_queue_add_zc(struct ring_worker *rw, struct ring_queue *q)
+{
+	struct ufs_uring *u = rw->u;
+	int ret;
+
+	if (u->zc_wanted) {
+		ret = ring_add_queue(rw, q, UFS_URING_ZERO_COPY);
+		if (!ret) {
+			q->zero_copy = true;
+			return 0;
+		}
+		if (ret != -EPERM && ret != -EINVAL) {
+			ufs_err("io_uring: ADD_QUEUE qid=%u (zero copy): %s", q->qid,
+				strerror(-ret));
+			return ret;
+		}
+		pthread_mutex_lock(&u->lock);
+		u->zc_refused = ret;
+		pthread_mutex_unlock(&u->lock);
+	}
+	ret = ring_add_queue(rw, q, 0);
+	if (ret)
+		ufs_err("io_uring: ADD_QUEUE qid=%u: %s", q->qid, strerror(-ret));
+	return ret;
+}
+
 /* ADD_QUEUE then ADD_BUFPOOL (7.3); neither failure disables io_uring. */
 static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
 {
@@ -366,13 +291,9 @@ static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
 	struct io_uring_sqe *sqe;
 	int ret;
 
-	sqe = ring_get_sqe(rw);
-	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_ADD_QUEUE, q->qid);
-	ret = ring_setup_cmd(rw, sqe);
-	if (ret) {
-		ufs_err("io_uring: ADD_QUEUE qid=%u: %s", q->qid, strerror(-ret));
+	ret = ring_queue_add_zc(rw, q);
+	if (ret)
 		return ret;
-	}
 	/* The kernel cuts the pool into len / max_payload buffers; len is 32 bits. */
 	if (q->pool_len > UINT32_MAX || q->pool_len / rw->u->max_payload < rw->u->depth) {
 		ufs_err("io_uring: buffer pool of %zu bytes does not fit qid=%u", q->pool_len,
@@ -394,7 +315,7 @@ static int ring_build(struct ring_worker *rw)
 {
 	struct ufs_uring *u = rw->u;
 	unsigned int nents = rw->nqueues * u->depth;
-	unsigned int sq = 8;
+	unsigned int zc_queues = 0, sq = 8;
 	int ret;
 
 	/* Room for every entry's command and one I/O per entry, plus the eventfd read. */
@@ -411,7 +332,6 @@ static int ring_build(struct ring_worker *rw)
 		ufs_err("worker %u: cannot allocate ring buffers: %s", rw->w->id, strerror(-ret));
 		return ret;
 	}
-	ring_ents_init(rw);
 	rw->event_fd = eventfd(0, EFD_CLOEXEC);
 	if (rw->event_fd < 0)
 		return -errno;
@@ -419,7 +339,16 @@ static int ring_build(struct ring_worker *rw)
 		ret = ring_queue_add(rw, &rw->queues[i]);
 		if (ret)
 			return ret;
+		zc_queues += rw->queues[i].zero_copy;
 	}
+	/* The kernel registers client pages at an entry's slot: the table must exist first. */
+	rw->nslots = 1 + nents + rw->nqueues * RING_SPARE_MAX;
+	if (zc_queues) {
+		ret = ring_zc_setup(rw);
+		if (ret)
+			return ret;
+	}
+	ring_ents_init(rw);
 	return 0;
 }
 
@@ -428,18 +357,20 @@ static void ring_event_arm(struct ring_worker *rw)
 	struct io_uring_sqe *sqe = ring_get_sqe(rw);
 
 	io_uring_prep_read(sqe, rw->event_fd, &rw->event_value, sizeof(rw->event_value), 0);
-	io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_EVENT));
+	io_uring_sqe_set_data(sqe, ring_tag(rw, RING_TAG_EVENT));
 }
 
 static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
 {
 	struct io_uring_sqe *sqe = ring_get_sqe(rw);
 
-	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_REGISTER, ent->q->qid);
+	/* The slot where the kernel registers this entry's client pages (0 unless zero copy). */
+	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_REGISTER, ent->q->qid)->ent_zero_copy_buf_index =
+		ent->slot;
 	/* Per-entry mode: header and payload; pool mode: the payload iovec is {NULL, 0}. */
 	sqe->addr = (uintptr_t)ent->iov;
 	sqe->len = 2;
-	io_uring_sqe_set_data(sqe, tag(ent, RING_TAG_ENT));
+	io_uring_sqe_set_data(sqe, ring_tag(ent, RING_TAG_ENT));
 	ent->state = RING_ENT_KERNEL;
 }
 
@@ -537,7 +468,7 @@ static enum uring_setup_phase setup_wait_phase(struct ufs_uring *u)
 
 /* ---- serving ---- */
 
-static void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len)
+void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len)
 {
 	struct ufs_uring_req_header *hdr = ent->hdr;
 	struct fuse_out_header *out = (void *)hdr->in_out;
@@ -559,7 +490,7 @@ static void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error,
 	sqe = ring_get_sqe(rw);
 	cmd = prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_COMMIT_AND_FETCH, ent->q->qid);
 	cmd->commit_id = unique;
-	io_uring_sqe_set_data(sqe, tag(ent, RING_TAG_ENT));
+	io_uring_sqe_set_data(sqe, ring_tag(ent, RING_TAG_ENT));
 	ent->state = RING_ENT_KERNEL;
 }
 
@@ -573,12 +504,12 @@ static void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error,
  */
 static void ring_hold(struct ufs_req *req)
 {
-	struct ring_ent *held = req_to_ent(req);
+	struct ring_ent *held = ring_req_to_ent(req);
 	struct ring_queue *q = held->q;
 	struct ring_worker *rw = q->rw;
 	struct ring_spare *sp;
 
-	if (this_ring_worker != rw)
+	if (ufs_this_ring_worker != rw)
 		return;
 	if (q->nspares >= RING_SPARE_MAX) {
 		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u has %u lock waits: no more spare entries",
@@ -592,7 +523,7 @@ static void ring_hold(struct ufs_req *req)
 		.q = q,
 		.hdr = &sp->hdr,
 		.iov = { { .iov_base = &sp->hdr, .iov_len = sizeof(sp->hdr) } },
-		.req = { .xops = &ring_ops, .worker = rw->w },
+		.req = { .xops = &ufs_ring_ops, .worker = rw->w },
 	};
 	if (!rw->u->bufpool) {
 		sp->ent.payload = map_anon(rw->u->max_payload);
@@ -603,6 +534,8 @@ static void ring_hold(struct ufs_req *req)
 		sp->ent.iov[1].iov_base = sp->ent.payload;
 		sp->ent.iov[1].iov_len = rw->u->max_payload;
 	}
+	sp->ent.idx = rw->next_idx++;
+	sp->ent.slot = q->zero_copy ? sp->ent.idx + 1 : 0;
 	sp->next = q->spares;
 	q->spares = sp;
 	q->nspares++;
@@ -613,12 +546,13 @@ static void ring_hold(struct ufs_req *req)
 /* The transport's reply: commit now on the worker's thread, else hand it over. */
 static void ring_reply(struct ufs_req *req, int error, size_t len)
 {
-	struct ring_ent *ent = req_to_ent(req);
+	struct ring_ent *ent = ring_req_to_ent(req);
 	struct ring_worker *rw = ent->q->rw;
 	uint64_t one = 1;
 
-	if (this_ring_worker == rw) {
-		ring_commit(rw, ent, error, len);
+	if (ufs_this_ring_worker == rw) {
+		if (!ring_zc_reply(rw, ent, error, len))
+			ring_commit(rw, ent, error, len);
 		return;
 	}
 	pthread_mutex_lock(&rw->remote_lock);
@@ -631,24 +565,6 @@ static void ring_reply(struct ufs_req *req, int error, size_t len)
 		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
 }
 
-/* ASYNC_CANCEL the copy SQE of each cancel still about its request. */
-static void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c)
-{
-	while (c) {
-		struct ring_cancel *next = c->next;
-		struct ring_ent *ent = req_to_ent(c->req);
-
-		if (ent->state == RING_ENT_SERVING && c->req->copy &&
-		    ((struct fuse_in_header *)ent->hdr->in_out)->unique == c->unique) {
-			struct io_uring_sqe *sqe = ring_get_sqe(rw);
-
-			io_uring_prep_cancel(sqe, tag(c->req, RING_TAG_IO), 0);
-			io_uring_sqe_set_data(sqe, tag(rw, RING_TAG_SETUP));
-		}
-		free(c);
-		c = next;
-	}
-}
 
 static void ring_remote_drain(struct ring_worker *rw)
 {
@@ -670,126 +586,14 @@ static void ring_remote_drain(struct ring_worker *rw)
 	}
 }
 
-static void ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
-{
-	struct ufs_io *io = &req->io;
-	struct io_uring_sqe *sqe = ring_get_sqe(rw);
-	char *buf = (char *)io->buf + io->done_bytes;
-	size_t left = io->len - io->done_bytes;
-	uint64_t off = io->off + io->done_bytes;
-
-	switch (io->op) {
-	case UFS_IO_READ:
-		io_uring_prep_read(sqe, io->fd, buf, left, off);
-		break;
-	case UFS_IO_WRITE:
-		io_uring_prep_write(sqe, io->fd, buf, left, off);
-		break;
-	case UFS_IO_FSYNC:
-		io_uring_prep_fsync(sqe, io->fd, 0);
-		break;
-	case UFS_IO_FDATASYNC:
-		io_uring_prep_fsync(sqe, io->fd, IORING_FSYNC_DATASYNC);
-		break;
-	case UFS_IO_FALLOCATE:
-		io_uring_prep_fallocate(sqe, io->fd, io->mode, io->off, io->len);
-		break;
-	case UFS_IO_COPY:
-		/* The proposed opcode, packed like splice (see io_copy.h). */
-		memset(sqe, 0, sizeof(*sqe));
-		sqe->opcode = UFS_IORING_OP_COPY_FILE_RANGE;
-		sqe->fd = io->fd;
-		sqe->off = off;
-		sqe->splice_fd_in = io->fd_in;
-		sqe->splice_off_in = io->off_in + io->done_bytes;
-		sqe->len = ufs_copy_next_len(io);
-		sqe->splice_flags = io->mode;
-		break;
-	}
-	io_uring_sqe_set_data(sqe, tag(req, RING_TAG_IO));
-	rw->ios_inflight++;
-}
 
 /*
  * INTERRUPT of a copy on this ring (called with the copy registry locked,
  * from the /dev/fuse reader): the worker itself must cancel it.
  */
-static void ring_copy_cancel(struct ufs_req *req)
-{
-	struct ring_worker *rw = req_to_ent(req)->q->rw;
-	struct ring_cancel *c = malloc(sizeof(*c));
-	uint64_t one = 1;
 
-	if (!c)
-		return;	/* the copy still stops at its next chunk */
-	c->req = req;
-	c->unique = req->in->unique;
-	pthread_mutex_lock(&rw->remote_lock);
-	c->next = rw->cancel_head;
-	rw->cancel_head = c;
-	pthread_mutex_unlock(&rw->remote_lock);
-	if (write(rw->event_fd, &one, sizeof(one)) < 0)
-		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
-}
 
-static void ring_io_submit(struct ufs_req *req)
-{
-	struct ring_worker *rw = req_to_ent(req)->q->rw;
 
-	req->io.done_bytes = 0;
-	if (req->io.op == UFS_IO_COPY) {
-		/* Without the ring opcode: the worker's helper thread, or inline. */
-		if (rw->u->d->cfr != UFS_CFR_RING) {
-			ufs_copy_submit(req, rw->u->d->cfr);
-			return;
-		}
-		if (ufs_copy_track_ring(req, ring_copy_cancel)) {
-			req->io.done(req, -ENOMEM);
-			return;
-		}
-	}
-	ring_io_prep(rw, req);
-}
-
-/* A chunk of a ring copy completed: the next one, or the reply. */
-static void ring_copy_complete(struct ring_worker *rw, struct ufs_req *req, int res)
-{
-	struct ufs_io *io = &req->io;
-
-	if (res > 0)
-		io->done_bytes += res;
-	if (res > 0 && io->done_bytes < io->len && !ufs_copy_cancelled(req)) {
-		ring_io_prep(rw, req);
-		return;
-	}
-	/* -ECANCELED: an ASYNC_CANCEL caught it before it ran. */
-	ufs_copy_finish(req, io->done_bytes ? (ssize_t)io->done_bytes :
-			(res < 0 && res != -ECANCELED ? res : 0));
-}
-
-static void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res)
-{
-	struct ufs_io *io = &req->io;
-	ssize_t result = res;
-
-	rw->ios_inflight--;
-	if (io->op == UFS_IO_COPY) {
-		ring_copy_complete(rw, req, res);
-		return;
-	}
-	if (io->op == UFS_IO_READ || io->op == UFS_IO_WRITE) {
-		if (res == -EAGAIN) {
-			/* Short of resources in the kernel: finish this one synchronously. */
-			ufs_io_run_sync(req);
-			return;
-		}
-		if (!ufs_io_progress(io, res, &result)) {
-			ring_io_prep(rw, req);	/* a short transfer: continue it */
-			return;
-		}
-	}
-	io->done(req, result);
-}
 
 /* A request arrived in ent's buffers: check what the kernel says, then serve it. */
 static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
@@ -831,6 +635,27 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 	ent->req.out = payload;
 	ent->req.out_cap = u->max_payload;
 	ent->req.direct_io_aligned = true;
+	ent->req.zero_copy = false;
+	ent->zc_in_slot = false;
+	if (eio->flags & UFS_URING_ENT_ZERO_COPY) {
+		if (!ent->q->zero_copy) {
+			ufs_log_once(UFS_LOG_ERR, "io_uring: zero-copy request on qid=%u, which is not",
+				     ent->q->qid);
+			ring_commit(rw, ent, -EIO, 0);
+			return;
+		}
+		/*
+		 * The client's pages are at the slot; a READ has no pool buffer,
+		 * so its handler's bytes (if any) go to the bounce region.
+		 */
+		ent->req.zero_copy = true;
+		if (in->opcode == FUSE_READ)
+			ent->req.out = ring_ent_bounce(rw, ent);
+	} else if (in->opcode == FUSE_READ) {
+		ufs_stat_add(&rw->w->stats.copied_reads, 1);
+	} else if (in->opcode == FUSE_WRITE) {
+		ufs_stat_add(&rw->w->stats.copied_writes, 1);
+	}
 	ufs_dispatch(&u->d->fs, &ent->req, &msg);
 }
 
@@ -868,6 +693,9 @@ static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
 		ring_remote_drain(rw);
 		if (cqe->res >= 0 && !__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
 			ring_event_arm(rw);
+		break;
+	case RING_TAG_SLOT:
+		ring_zc_slot_done(rw, p, cqe->res);
 		break;
 	case RING_TAG_SETUP:
 		break;
@@ -911,7 +739,7 @@ static void *ring_worker_main(void *arg)
 	struct ufs_uring *u = rw->u;
 	int ret;
 
-	this_ring_worker = rw;
+	ufs_this_ring_worker = rw;
 	ufs_worker_thread_setup(rw->w, "ring");
 	ret = ring_build(rw);
 	setup_report(u, SETUP_BUILDING, ret);
@@ -952,6 +780,7 @@ static int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out)
 	u->pool_bufs = d->cfg.bufpool_buffers ? d->cfg.bufpool_buffers : d->cfg.queue_depth;
 	u->max_payload = d->conn.max_payload;
 	u->bufpool = d->conn.uring_bufpool;
+	u->zc_wanted = u->bufpool && d->cfg.zero_copy != UFS_SWITCH_OFF;
 	/* A queue belongs to one ring: more workers than queues would idle. */
 	u->nrws = d->nworkers < u->nr_queues ? d->nworkers : u->nr_queues;
 	if (u->nrws < d->nworkers)
@@ -978,6 +807,7 @@ static int uring_assign_queues(struct ufs_uring *u)
 		rw->w = &u->d->workers[i];
 		rw->fuse_fd = -1;
 		rw->event_fd = -1;
+		rw->bounce_fd = -1;
 		pthread_mutex_init(&rw->remote_lock, NULL);
 		rw->nqueues = (u->nr_queues - i + u->nrws - 1) / u->nrws;
 		rw->queues = calloc(rw->nqueues, sizeof(*rw->queues));
@@ -998,9 +828,11 @@ static int uring_assign_queues(struct ufs_uring *u)
 
 static void ring_worker_free(struct ring_worker *rw)
 {
+	/* Closing the ring also releases zero-copy slots an abort left registered. */
 	if (rw->ring_ok)
 		io_uring_queue_exit(&rw->ring);
 	rw->ring_ok = false;
+	ring_zc_teardown(rw);
 	if (rw->event_fd >= 0)
 		close(rw->event_fd);
 	if (rw->fuse_fd >= 0)
@@ -1099,6 +931,40 @@ static void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase)
 	pthread_mutex_unlock(&u->lock);
 }
 
+/*
+ * What zero copy came to, for the stats and the log; with zero_copy=on,
+ * anything but every queue on is a start-up error.
+ */
+static int uring_zero_copy_state(struct ufs_uring *u)
+{
+	struct ufs_daemon *d = u->d;
+	unsigned int on = 0;
+
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		for (unsigned int k = 0; k < u->rws[i].nqueues; k++)
+			on += u->rws[i].queues[k].zero_copy;
+	}
+	if (!u->zc_wanted)
+		d->zero_copy_state = "off";
+	else if (on == u->nr_queues)
+		d->zero_copy_state = "on";
+	else
+		d->zero_copy_state = u->zc_refused == -EPERM ? "eperm" : "einval";
+	d->fs.zero_copy = on > 0;
+	if (!u->zc_wanted && d->cfg.zero_copy != UFS_SWITCH_OFF)
+		ufs_info("zero copy: off (the kernel has no FUSE-over-io_uring buffer pools, Linux 7.3)");
+	else if (on && on == u->nr_queues)
+		ufs_info("zero copy: on (%u queues)", on);
+	else if (u->zc_wanted)
+		ufs_log(d->cfg.zero_copy == UFS_SWITCH_ON ? UFS_LOG_ERR : UFS_LOG_WARN,
+			"zero copy: refused by the kernel with %s%s; queues copy instead",
+			u->zc_refused == -EPERM ? "EPERM" : "EINVAL",
+			u->zc_refused == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+	if (d->cfg.zero_copy == UFS_SWITCH_ON && on != u->nr_queues)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 /* Give up before any REGISTER: the kernel must be told, or requests block forever. */
 static int uring_abandon(struct ufs_uring *u)
 {
@@ -1129,9 +995,15 @@ int ufs_uring_start(struct ufs_daemon *d)
 	if (!ret)
 		ret = uring_spawn(u);
 	setup_wait_count(u, &u->built, started_workers(u));
+	if (!ret && !u->error)
+		ret = uring_zero_copy_state(u);
 	if (ret || u->error)
 		return uring_abandon(u);
 
+	/* Requests may flow as soon as the last queue registers: describe the transport first. */
+	d->transport = UFS_TRANSPORT_URING;
+	d->nworkers = u->nrws;
+	d->queue_mode = u->bufpool ? "bufpool" : "per-entry";
 	setup_set_phase(u, SETUP_REGISTER);
 	setup_wait_count(u, &u->registered, started_workers(u));
 	if (u->error) {
@@ -1142,11 +1014,12 @@ int ufs_uring_start(struct ufs_daemon *d)
 		 */
 		uring_join(u);
 		uring_free(u);
+		d->transport = UFS_TRANSPORT_DEV;
+		d->nworkers = d->workers_alloc;
+		d->queue_mode = "-";
 		return -EAGAIN;
 	}
 	d->uring = u;
-	d->nworkers = u->nrws;
-	d->queue_mode = u->bufpool ? "bufpool" : "per-entry";
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u queue_mode=%s "
 		 "payload=%zu", u->nr_queues, u->nrws, u->depth, d->queue_mode, u->max_payload);
 	return 0;

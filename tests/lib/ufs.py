@@ -62,6 +62,8 @@ VARIANTS = {
     'uring': {'opts': 'io_uring=on', 'transport': 'uring'},
     # one worker serving every CPU's queue, one entry per queue
     'uring-small': {'opts': 'io_uring=on,workers=1,queue_depth=1', 'transport': 'uring'},
+    # the Linux 7.3 guest: ADD_QUEUE and buffer pools
+    'guest': {'opts': 'io_uring=on', 'transport': 'uring', 'queue_mode': 'bufpool'},
     # io_uring=auto on a kernel that does not offer it (enable_uring=N)
     'fallback': {'opts': 'io_uring=auto', 'transport': 'dev'},
 }
@@ -925,3 +927,68 @@ def install_safety_net():
 
 
 atexit.register(cleanup)
+
+
+# ---------------------------------------------------------------------------
+# Helpers added for the reliability and security modules (t_posix, t_stress,
+# t_faults, t_confine, t_limits)
+
+def diag(text):
+    """Print text as TAP diagnostics ('# ' lines) right away."""
+    for line in str(text).split('\n'):
+        sys.stdout.write(f'# {line}\n')
+    sys.stdout.flush()
+
+
+def drop_caches(what=2):
+    """echo WHAT > /proc/sys/vm/drop_caches (2: dentries and inodes, so the
+    kernel sends FORGET for what it no longer caches; 1: page cache; 3: both)."""
+    os.sync()
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write(str(what))
+
+
+def fd_count(pid):
+    """The number of descriptors process pid has open (/proc/PID/fd)."""
+    return len(os.listdir(f'/proc/{pid}/fd'))
+
+
+def proc_status(pid, field):
+    """A field of /proc/PID/status, e.g. 'VmRSS' -> '12345 kB'; None if absent."""
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            name, _, value = line.partition(':')
+            if name == field:
+                return value.strip()
+    return None
+
+
+def settle(m, fds, inodes, slack=2, timeout=10.0):
+    """After a workload: drop the kernel's dentries until the daemon's
+    descriptor count is back at most `slack` above `fds` and the control
+    file's `inodes` at most `slack` above `inodes`.  Returns the final
+    (fd count, inodes); raises AssertionError naming both if they never
+    come down.  For the bind variant (no daemon) returns None."""
+    if m.bind or m.proc is None:
+        return None
+    deadline = time.monotonic() + timeout
+    while True:
+        drop_caches(2)
+        now_fds = fd_count(m.pid)
+        now_inodes = (m.stats() or {}).get('inodes', 0)
+        if now_fds <= fds + slack and now_inodes <= inodes + slack:
+            return now_fds, now_inodes
+        if time.monotonic() > deadline:
+            raise AssertionError(f'after the workload and dropping the caches for {timeout} s '
+                                 f'the daemon still has {now_fds} descriptors (baseline {fds}) '
+                                 f'and {now_inodes} inodes (baseline {inodes})')
+        time.sleep(0.2)
+
+
+def baseline(m):
+    """(descriptor count, control-file inodes) of a quiet mount, for settle()."""
+    if m.bind or m.proc is None:
+        return None
+    drop_caches(2)
+    time.sleep(0.1)
+    return fd_count(m.pid), (m.stats() or {}).get('inodes', 0)

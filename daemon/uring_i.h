@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The io_uring transport's internals, shared by uring.c (rings, entries,
+ * commits) and uring_io.c (backing-file I/O on the ring, zero copy, copies).
+ */
+#ifndef UFS_URING_I_H
+#define UFS_URING_I_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "daemon.h"
+#include "fuse_abi.h"
+#include "req.h"
+
+/* Spare entries a queue may add while others wait on locks. */
+#define RING_SPARE_MAX 64
+
+/* user_data: a pointer (8-byte aligned) with what it points to in the low bits. */
+enum ring_tag {
+	RING_TAG_ENT = 0,	/* struct ring_ent: a FUSE command completed */
+	RING_TAG_IO = 1,	/* struct ufs_req: its backing-file I/O completed */
+	RING_TAG_EVENT = 2,	/* struct ring_worker: replies from other threads */
+	RING_TAG_SETUP = 3,	/* ADD_QUEUE, ADD_BUFPOOL, ASYNC_CANCEL: nothing to do */
+	RING_TAG_SLOT = 4,	/* struct ring_ent: its reply reached the zero-copy slot */
+};
+#define RING_TAG_MASK 7UL
+
+enum ring_ent_state {
+	RING_ENT_NEW,		/* not registered yet */
+	RING_ENT_KERNEL,	/* registered or committed: the kernel holds it */
+	RING_ENT_SERVING,	/* carries a request the daemon is serving */
+	RING_ENT_DEAD,		/* the kernel completed it with an error: gone */
+};
+
+struct ring_worker;
+struct ring_queue;
+
+struct ring_ent {
+	struct ufs_req req;			/* the request this entry carries */
+	struct ring_queue *q;			/* back pointer */
+	struct ufs_uring_req_header *hdr;	/* the kernel keeps this address */
+	void *payload;				/* per-entry mode only */
+	struct iovec iov[2];
+	enum ring_ent_state state;
+	unsigned int idx;			/* index in the worker: slot and bounce region */
+	/* zero copy (7.3) */
+	uint16_t slot;				/* registered-buffer slot, 0: none */
+	bool zc_in_slot;			/* the reply's bytes are in the slot already */
+	bool zc_bounced;			/* the write's bytes are in the bounce region */
+	size_t zc_len;				/* reply length held back for the slot move */
+	/* a reply handed over by another thread; protected by rw->remote_lock */
+	struct ring_ent *remote_next;
+	int remote_error;
+	size_t remote_len;
+};
+
+struct ring_queue {
+	uint16_t qid;				/* = the kernel's CPU number */
+	struct ring_worker *rw;			/* back pointer */
+	uint8_t *pool;				/* buffer pool (bufpool mode) */
+	size_t pool_len;
+	struct ring_ent *ents;
+	struct ring_spare *spares;		/* entries added for lock waits */
+	unsigned int nspares;
+	bool zero_copy;				/* added with FUSE_URING_ZERO_COPY */
+};
+
+/* An entry added after start-up, with memory of its own. */
+struct ring_spare {
+	struct ring_ent ent;
+	struct ring_spare *next;
+	struct ufs_uring_req_header hdr;
+};
+
+struct ring_worker {
+	struct ufs_worker *w;			/* back pointer */
+	struct ufs_uring *u;			/* back pointer */
+	struct io_uring ring;
+	bool ring_ok;
+	int fuse_fd;				/* this worker's descriptor of the connection */
+	struct ring_queue *queues;
+	unsigned int nqueues;
+	struct ufs_uring_req_header *headers;	/* one mapping for all entries */
+	size_t headers_len;
+	uint8_t *payloads;			/* per-entry mode: one mapping */
+	size_t payloads_len;
+	/*
+	 * Zero copy: a sparse registered-buffer table with a slot per entry,
+	 * and a memory file, mapped once, where O_DIRECT and descriptorless
+	 * data bounce (a region of one payload buffer per entry).
+	 */
+	unsigned int nslots;
+	unsigned int next_idx;			/* the next entry index to give out */
+	int bounce_fd;
+	uint8_t *bounce;
+	size_t bounce_len;
+	/* fields below are owned by the worker thread */
+	unsigned int live_ents;			/* entries the kernel may still complete */
+	unsigned int ios_inflight;
+	int event_fd;				/* other threads' replies wake the ring */
+	uint64_t event_value;
+	/* replies and copy cancels from other threads */
+	pthread_mutex_t remote_lock;
+	struct ring_ent *remote_head;
+	struct ring_cancel *cancel_head;
+};
+
+/* An INTERRUPT for a copy running on this ring, passed to its worker. */
+struct ring_cancel {
+	struct ring_cancel *next;
+	struct ufs_req *req;
+	uint64_t unique;
+};
+
+enum uring_setup_phase {
+	SETUP_BUILDING,		/* workers build rings, buffers, queues */
+	SETUP_REGISTER,		/* every worker built: register */
+	SETUP_ABANDON,		/* someone failed: register nothing */
+};
+
+struct ufs_uring {
+	struct ufs_daemon *d;
+	unsigned int nr_queues;			/* possible CPUs */
+	unsigned int depth;			/* entries per queue */
+	unsigned int pool_bufs;			/* buffers per pool */
+	size_t max_payload;
+	bool bufpool;
+	bool zc_wanted;				/* try FUSE_URING_ZERO_COPY */
+	int zc_refused;				/* -EPERM or -EINVAL from ADD_QUEUE; protected by lock */
+	struct ring_worker *rws;
+	unsigned int nrws;
+	/* the setup handshake; protected by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum uring_setup_phase phase;
+	unsigned int built, registered;
+	int error;
+	bool registered_any;
+};
+
+extern const struct ufs_transport_ops ufs_ring_ops;
+extern __thread struct ring_worker *ufs_this_ring_worker;
+
+static inline void *ring_tag(void *p, enum ring_tag t)
+{
+	return (void *)((uintptr_t)p | t);
+}
+
+static inline struct ring_ent *ring_req_to_ent(struct ufs_req *req)
+{
+	return (struct ring_ent *)((char *)req - offsetof(struct ring_ent, req));
+}
+
+static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring_ent *ent)
+{
+	return rw->bounce + (size_t)ent->idx * rw->u->max_payload;
+}
+
+/* uring.c */
+struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw);
+void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
+
+/* uring_io.c */
+void ring_io_submit(struct ufs_req *req);
+void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res);
+void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c);
+int ring_zc_setup(struct ring_worker *rw);
+void ring_zc_teardown(struct ring_worker *rw);
+bool ring_zc_reply(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
+void ring_zc_slot_done(struct ring_worker *rw, struct ring_ent *ent, int res);
+
+#endif /* UFS_URING_I_H */
