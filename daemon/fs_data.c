@@ -264,6 +264,22 @@ static uint64_t *write_counter(struct ufs_stats *st)
 	return &st->write_bytes;
 }
 
+/*
+ * The client may switch O_DIRECT on an open file (fcntl F_SETFL); READ and
+ * WRITE carry its current flags.  With backing_direct_io the backing
+ * descriptor follows, so the backing file sees the client's choice.
+ */
+static void follow_client_direct(struct ufs_fs *fs, struct ufs_file *file, uint32_t flags)
+{
+	int want = flags & O_DIRECT, have = file->flags & O_DIRECT;
+
+	if (!fs->cfg->backing_direct_io || want == have)
+		return;
+	if (fcntl(file->fd, F_SETFL, (file->flags & ~O_ACCMODE & ~O_DIRECT) | want))
+		return;	/* keep what we have: the read still works */
+	__atomic_store_n(&file->flags, (file->flags & ~O_DIRECT) | want, __ATOMIC_RELAXED);
+}
+
 static void read_done(struct ufs_req *req, ssize_t res)
 {
 	count_bytes(req, read_counter, res);
@@ -279,6 +295,7 @@ ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
 		return -EBADF;
 	if (file->fd < 0)
 		return ufs_control_read(fs, req, file, in->offset, in->size);
+	follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_READ,
 		.fd = file->fd,
@@ -319,6 +336,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
 	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(file->fd, &st))
 		ufs_kill_suidgid(fs, file->inode, &st);
+	follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_WRITE,
 		.fd = file->fd,

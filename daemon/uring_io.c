@@ -285,7 +285,7 @@ static void count_zc_read(struct ring_worker *rw, struct ring_ent *ent, size_t l
 {
 	struct ufs_stats *st = &rw->w->stats;
 
-	if (ent->req.io.bounce || ent->req.io.fd < 0) {
+	if (!ent->zc_in_slot) {
 		ufs_stat_add(&st->bounce_reads, 1);
 	} else {
 		ufs_stat_add(&st->zc_reads, 1);
