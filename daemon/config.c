@@ -404,7 +404,12 @@ void ufs_config_defaults(struct ufs_config *cfg)
 		if (set_value(cfg, &opts[i], opts[i].def, NULL))
 			abort(); /* a broken default is a build bug */
 	}
-	snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", UFS_DEFAULT_CONFIG);
+	/* systemd's ConfigurationDirectory= names where the unit keeps it. */
+	if (getenv("CONFIGURATION_DIRECTORY"))
+		snprintf(cfg->config_path, sizeof(cfg->config_path), "%s/uringfs.conf",
+			 getenv("CONFIGURATION_DIRECTORY"));
+	else
+		snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", UFS_DEFAULT_CONFIG);
 }
 
 struct ini_ctx {

@@ -78,7 +78,9 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	ret = ufs_inode_root_create(fs, fs->root_fd, &st);
 	if (ret)
 		goto err_files;
-	ret = ufs_control_init(fs);
+	ret = ufs_inode_handles_init(fs);
+	if (!ret)
+		ret = ufs_control_init(fs);
 	if (ret) {
 		ufs_file_table_destroy(fs);
 		ufs_inode_table_destroy(fs);	/* closes root_fd with the root inode */

@@ -33,12 +33,16 @@ struct ufs_inode {
 	dev_t dev;			/* backing identity */
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
-	int fd;				/* O_PATH descriptor */
+	struct file_handle *handle;	/* reopens fd (inode_handles), or NULL */
+	int mount_fd;			/* the handle's file system, for open_by_handle_at */
 	/* fields below are protected by fs->inode_lock */
+	int fd;				/* O_PATH; -1 while evicted (handle only) */
 	uint64_t nlookup;		/* references the kernel holds */
-	uint32_t refs;			/* in-flight requests using it */
+	uint32_t refs;			/* in-flight requests and open files; pins fd */
 	struct ufs_inode *next_by_id;	/* hash chains */
 	struct ufs_inode *next_by_key;
+	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
+	struct ufs_inode *lru_next;
 	/* fields below are protected by lock */
 	pthread_mutex_t lock;
 	struct ufs_lock_owner *lock_owners;
@@ -75,6 +79,19 @@ struct ufs_fs {
 	struct ufs_inode **by_id, **by_key;
 	size_t buckets, inode_count;
 	uint64_t next_nodeid;
+	/*
+	 * Inode descriptors (inode_handles): an inode that has a file handle
+	 * keeps its O_PATH descriptor only while in use or in a bounded LRU.
+	 * Protected by inode_lock.
+	 */
+	bool handles;			/* name_to_handle_at/open_by_handle_at usable */
+	size_t fds_open;		/* handle inodes with an open fd */
+	struct ufs_inode *lru_head, *lru_tail;
+	struct ufs_mount_fd {
+		int mount_id;
+		int fd;
+	} mount_fds[64];
+	unsigned int nmount_fds;
 
 	pthread_mutex_t file_lock;	/* protects the handle table's free list */
 	struct ufs_file ***file_chunks;
@@ -95,6 +112,7 @@ int ufs_fs_reopen_proc(struct ufs_fs *fs);
 
 /* inode.c */
 int ufs_inode_table_init(struct ufs_fs *fs);
+int ufs_inode_handles_init(struct ufs_fs *fs);
 void ufs_inode_table_destroy(struct ufs_fs *fs);
 int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st);
 struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid);

@@ -7,6 +7,13 @@
  * share an entry.  An entry lives while the kernel holds lookups on it
  * (nlookup, dropped by FORGET) or a request in flight uses it (refs).
  * Nodeids are never reused, so the generation is always 0.
+ *
+ * The kernel may keep a million inodes looked up, far more than the hard
+ * RLIMIT_NOFILE allows descriptors.  So with inode_handles an entry keeps a
+ * file handle (name_to_handle_at) and holds its O_PATH descriptor only while
+ * pinned (refs > 0: a request or an open file uses it) or among the
+ * fd_cache most recently unpinned; evicted ones are reopened by handle on
+ * their next use.  File systems without handles keep a descriptor per inode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,8 +58,188 @@ static void inode_free(struct ufs_inode *inode)
 	ufs_lock_release_all(inode);
 	if (inode->fd >= 0)
 		close(inode->fd);
+	free(inode->handle);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
+}
+
+/* ---- the LRU of unpinned descriptors; all called with inode_lock held ---- */
+
+static void lru_remove(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (!inode->lru_prev && fs->lru_head != inode)
+		return;	/* not on the list */
+	if (inode->lru_prev)
+		inode->lru_prev->lru_next = inode->lru_next;
+	else
+		fs->lru_head = inode->lru_next;
+	if (inode->lru_next)
+		inode->lru_next->lru_prev = inode->lru_prev;
+	else
+		fs->lru_tail = inode->lru_prev;
+	inode->lru_prev = inode->lru_next = NULL;
+}
+
+static void lru_add(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	inode->lru_prev = fs->lru_tail;
+	inode->lru_next = NULL;
+	if (fs->lru_tail)
+		fs->lru_tail->lru_next = inode;
+	else
+		fs->lru_head = inode;
+	fs->lru_tail = inode;
+}
+
+/*
+ * Close the oldest unpinned descriptors until at most fd_cache handle
+ * inodes hold one.  Returns a descriptor to close after unlocking, or -1;
+ * called repeatedly.
+ */
+static int lru_evict_one(struct ufs_fs *fs)
+{
+	struct ufs_inode *victim = fs->lru_head;
+	int fd;
+
+	if (!victim || fs->fds_open <= fs->cfg->fd_cache)
+		return -1;
+	lru_remove(fs, victim);
+	fd = victim->fd;
+	victim->fd = -1;
+	fs->fds_open--;
+	return fd;
+}
+
+static void unpin_locked(struct ufs_fs *fs, struct ufs_inode *inode, int *evict, int nevict)
+{
+	int i = 0;
+
+	if (inode->refs || !inode->handle || inode->fd < 0)
+		return;
+	lru_add(fs, inode);
+	while (i < nevict && (evict[i] = lru_evict_one(fs)) >= 0)
+		i++;
+}
+
+static void close_evicted(int *evict, int n)
+{
+	for (int i = 0; i < n && evict[i] >= 0; i++)
+		close(evict[i]);
+}
+
+/* ---- file handles ---- */
+
+/* A descriptor open_by_handle_at accepts for the handle's mount (not O_PATH). */
+static int mount_fd_for(struct ufs_fs *fs, int mount_id, int fd, mode_t type)
+{
+	char name[32];
+	int mfd;
+
+	for (unsigned int i = 0; i < fs->nmount_fds; i++) {
+		if (fs->mount_fds[i].mount_id == mount_id)
+			return fs->mount_fds[i].fd;
+	}
+	/* The first object met on a new mount is its root directory, in practice. */
+	if (type != S_IFDIR || fs->nmount_fds == sizeof(fs->mount_fds) / sizeof(fs->mount_fds[0]))
+		return -1;
+	snprintf(name, sizeof(name), "%d", fd);
+	mfd = openat(fs->proc_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -1;
+	fs->mount_fds[fs->nmount_fds].mount_id = mount_id;
+	fs->mount_fds[fs->nmount_fds].fd = mfd;
+	fs->nmount_fds++;
+	return mfd;
+}
+
+/* Give a fresh inode a handle; without one it keeps its descriptor for good. */
+static int inode_handle_make(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	struct file_handle *fh;
+	int mount_id, mfd;
+
+	if (!fs->handles)
+		return 0;
+	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	if (!fh)
+		return -ENOMEM;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(inode->fd, "", fh, &mount_id, AT_EMPTY_PATH)) {
+		int e = errno;
+
+		free(fh);
+		/* EOPNOTSUPP/EOVERFLOW: this file system cannot, and never will. */
+		return fs->cfg->inode_handles == UFS_HANDLES_MANDATORY ? -e : 0;
+	}
+	pthread_mutex_lock(&fs->inode_lock);
+	mfd = mount_fd_for(fs, mount_id, inode->fd, inode->type);
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (mfd < 0) {
+		free(fh);
+		return fs->cfg->inode_handles == UFS_HANDLES_MANDATORY ? -EOPNOTSUPP : 0;
+	}
+	inode->handle = realloc(fh, sizeof(*fh) + fh->handle_bytes) ?: fh;
+	inode->mount_fd = mfd;
+	return 0;
+}
+
+/*
+ * Can this process use handles on SOURCE?  open_by_handle_at needs
+ * CAP_DAC_READ_SEARCH, and the file system must export handles.
+ */
+int ufs_inode_handles_init(struct ufs_fs *fs)
+{
+	struct ufs_inode probe = { .fd = fs->root_fd, .type = S_IFDIR };
+	int fd, ret;
+
+	if (fs->cfg->inode_handles == UFS_HANDLES_NEVER)
+		return 0;
+	fs->handles = true;
+	ret = inode_handle_make(fs, &probe);
+	if (!ret && probe.handle) {
+		fd = open_by_handle_at(probe.mount_fd, probe.handle, O_PATH | O_CLOEXEC);
+		ret = fd < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+	} else if (!ret) {
+		ret = -EOPNOTSUPP;
+	}
+	free(probe.handle);
+	if (!ret)
+		return 0;
+	fs->handles = false;
+	if (fs->cfg->inode_handles == UFS_HANDLES_MANDATORY) {
+		ufs_err("inode_handles=mandatory, but file handles do not work here: %s%s",
+			strerror(-ret), ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
+		return ret;
+	}
+	ufs_warn("inode_handles: file handles unusable (%s): one descriptor per inode, "
+		 "at most RLIMIT_NOFILE inodes", strerror(-ret));
+	return 0;
+}
+
+/* The descriptor of a pinned inode whose fd was evicted. */
+static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	int fd = open_by_handle_at(inode->mount_fd, inode->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int evict[4] = { -1, -1, -1, -1 };
+
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&fs->inode_lock);
+	if (inode->fd < 0) {
+		inode->fd = fd;
+		fs->fds_open++;
+		fd = -1;
+		/* Over the cache while pinned: evict someone unpinned instead. */
+		for (int i = 0; i < 4 && (evict[i] = lru_evict_one(fs)) >= 0; i++)
+			;
+	}
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (fd >= 0)
+		close(fd);	/* another thread reopened it first */
+	close_evicted(evict, 4);
+	return 0;
 }
 
 void ufs_inode_table_destroy(struct ufs_fs *fs)
@@ -70,6 +257,9 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
 	free(fs->by_id);
 	free(fs->by_key);
 	fs->by_id = fs->by_key = NULL;
+	for (unsigned int i = 0; i < fs->nmount_fds; i++)
+		close(fs->mount_fds[i].fd);
+	fs->nmount_fds = 0;
 	pthread_mutex_destroy(&fs->inode_lock);
 }
 
@@ -158,12 +348,21 @@ static struct ufs_inode *find_by_key(struct ufs_fs *fs, dev_t dev, ino_t ino)
 struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid)
 {
 	struct ufs_inode *inode;
+	bool reopen = false;
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_id(fs, nodeid);
-	if (inode)
+	if (inode) {
 		inode->refs++;
+		lru_remove(fs, inode);
+		reopen = inode->fd < 0 && inode->handle;
+	}
 	pthread_mutex_unlock(&fs->inode_lock);
+	/* Pinned now: its descriptor stays until the matching put. */
+	if (reopen && inode_reopen(fs, inode)) {
+		ufs_inode_put(fs, inode);
+		return NULL;	/* the file is gone (ESTALE) */
+	}
 	return inode;
 }
 
@@ -185,11 +384,15 @@ static bool inode_unused(const struct ufs_inode *inode)
 static void inode_release_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	table_unlink(fs, inode);
+	lru_remove(fs, inode);
+	if (inode->handle && inode->fd >= 0)
+		fs->fds_open--;
 	fs->inode_count--;
 }
 
 void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	int evict[2] = { -1, -1 };
 	bool dead;
 
 	if (!inode)
@@ -199,7 +402,10 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 	dead = inode_unused(inode);
 	if (dead)
 		inode_release_locked(fs, inode);
+	else
+		unpin_locked(fs, inode, evict, 2);
 	pthread_mutex_unlock(&fs->inode_lock);
+	close_evicted(evict, 2);
 	if (dead)
 		inode_free(inode);
 }
@@ -211,22 +417,50 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
  */
 struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st)
 {
+	int evict[2] = { -1, -1 };
 	struct ufs_inode *inode, *fresh;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_key(fs, st->st_dev, st->st_ino);
+	if (inode) {
+		inode->nlookup++;
+		/* An evicted descriptor comes back for free. */
+		if (inode->fd < 0 && inode->handle && fd >= 0) {
+			inode->fd = fd;
+			fs->fds_open++;
+			fd = -1;
+			lru_remove(fs, inode);
+			unpin_locked(fs, inode, evict, 2);
+		}
+		pthread_mutex_unlock(&fs->inode_lock);
+		close_evicted(evict, 2);
+		if (fd >= 0)
+			close(fd);
+		return inode;
+	}
+	pthread_mutex_unlock(&fs->inode_lock);
 
 	fresh = calloc(1, sizeof(*fresh));
 	if (!fresh || pthread_mutex_init(&fresh->lock, NULL)) {
 		free(fresh);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
 	fresh->dev = st->st_dev;
 	fresh->ino = st->st_ino;
 	fresh->type = st->st_mode & S_IFMT;
 	fresh->fd = fd;
+	fresh->mount_fd = -1;
+	if (fd >= 0 && inode_handle_make(fs, fresh)) {
+		inode_free(fresh);
+		return NULL;
+	}
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode) {
+		/* Another lookup inserted it meanwhile. */
 		inode->nlookup++;
 		pthread_mutex_unlock(&fs->inode_lock);
 		inode_free(fresh);
@@ -238,7 +472,12 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 		table_grow(fs);
 	table_link(fs, fresh);
 	fs->inode_count++;
+	if (fresh->handle) {
+		fs->fds_open++;
+		unpin_locked(fs, fresh, evict, 2);
+	}
 	pthread_mutex_unlock(&fs->inode_lock);
+	close_evicted(evict, 2);
 	return fresh;
 }
 
@@ -256,6 +495,7 @@ int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st)
 	root->ino = st->st_ino;
 	root->type = S_IFDIR;
 	root->fd = fd;
+	root->mount_fd = -1;
 	root->nlookup = 1;
 	pthread_mutex_lock(&fs->inode_lock);
 	table_link(fs, root);

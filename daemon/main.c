@@ -4,8 +4,9 @@
  * shutdown.
  *
  * Start-up: settings -> open SOURCE -> mount -> (detach) -> INIT -> workers
- * -> the mount answers a STATFS -> ready.  Any failure before "ready" is
- * reported on stderr, undoes the mount and exits non-zero.  After it, the
+ * (for io_uring: every queue registered, so the ring is ready) -> ready.
+ * Any failure before "ready" is reported on stderr, undoes the mount and
+ * exits non-zero.  After it, the
  * daemon runs until the connection ends (unmount, abort) or a signal asks
  * it to unmount, and then exits 0.
  */
@@ -259,7 +260,10 @@ static int check_dir(const char *what, const char *path)
 	return 0;
 }
 
-/* Inodes do not pin descriptors, but open files do: take every one the hard limit allows. */
+/*
+ * Open files and cached inode descriptors (see inode.c) count against
+ * RLIMIT_NOFILE: take every descriptor the hard limit allows.
+ */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -319,7 +323,9 @@ static void daemonize_finish(int ready_fd, int status)
 		if (null >= 0) {
 			dup2(null, STDIN_FILENO);
 			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
+			/* Under systemd (an fstab mount at boot) stderr is the journal: keep it. */
+			if (!ufs_notify_under_systemd())
+				dup2(null, STDERR_FILENO);
 			close(null);
 		}
 	}
@@ -613,10 +619,12 @@ static void reload_log_level(struct ufs_daemon *d)
 {
 	struct ufs_config cfg;
 	struct ufs_config_error err;
+	int ret;
 
 	ufs_config_defaults(&cfg);
 	snprintf(cfg.config_path, sizeof(cfg.config_path), "%s", d->cfg.config_path);
-	if (ufs_config_load_file(&cfg, cfg.config_path, &err) && errno != ENOENT) {
+	ret = ufs_config_load_file(&cfg, cfg.config_path, &err);
+	if (ret && ret != -ENOENT) {
 		ufs_warn("SIGHUP: %s; keeping log_level", err.msg);
 		return;
 	}
@@ -766,9 +774,8 @@ static int run(struct ufs_daemon *d)
 	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, d->queue_mode, d->zero_copy_state);
-	if (!d->foreground)
-		ufs_log_set_target(ufs_notify_under_systemd() ? UFS_LOG_TARGET_JOURNAL :
-								UFS_LOG_TARGET_SYSLOG);
+	if (!d->foreground && !ufs_notify_under_systemd())
+		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
 	daemonize_finish(ready_fd, 0);
 	ufs_notify_ready(d);
 
@@ -815,6 +822,9 @@ int main(int argc, char **argv)
 	}
 	ufs_log_set_level(d->cfg.log_level);
 	ufs_notify_init();
+	/* journald reads <N> priority prefixes from stderr, with or without -f. */
+	if (ufs_notify_under_systemd())
+		ufs_log_set_target(UFS_LOG_TARGET_JOURNAL);
 	if (check_dir("source", d->source) || check_dir("mountpoint", d->mountpoint))
 		return 1;
 	raise_fd_limit();

@@ -304,10 +304,10 @@ bool ring_zc_reply(struct ring_worker *rw, struct ring_ent *ent, int error, size
 {
 	struct io_uring_sqe *sqe;
 
-	if (!ent->req.zero_copy || ent->req.in->opcode != FUSE_READ || error)
+	if (!ent->req.zero_copy || ent->req.in->opcode != FUSE_READ || error || !len)
 		return false;
 	count_zc_read(rw, ent, len);
-	if (!len || ent->zc_in_slot)
+	if (ent->zc_in_slot)
 		return false;
 	sqe = ring_get_sqe(rw);
 	io_uring_prep_read_fixed(sqe, rw->bounce_fd, NULL, len,

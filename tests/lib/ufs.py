@@ -665,7 +665,12 @@ class Mount:
         if not os.access(self.daemon, os.X_OK):
             raise HarnessError(f'daemon {self.daemon} is not an executable '
                                '(set UFS_DAEMON or UFS_BUILDDIR)')
-        cmd = [self.daemon, '-f'] + (['-o', self.opts] if self.opts else []) + [self.src, self.mnt]
+        # An empty config file: the host's /etc/uringfs/uringfs.conf must not leak in.
+        empty = os.path.join(run_dir(), 'empty.conf')
+        if not os.path.exists(empty):
+            open(empty, 'w').close()
+        cmd = [self.daemon, '-f', '--config', empty] + (['-o', self.opts] if self.opts else []) \
+            + [self.src, self.mnt]
         with open(self.log, 'ab') as log:
             log.write(f'# {" ".join(cmd)}\n'.encode())
             log.flush()

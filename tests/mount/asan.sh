@@ -6,6 +6,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
+# enable_uring is global: fallback.sh takes this lock exclusively to switch it off.
+exec {lock}>/run/lock/uringfs-enable_uring
+flock -s "$lock"
+
 export UFS_DAEMON=${UFS_BUILDDIR:-$here/../..}/daemon/uringfs-asan
 if [[ ! -x $UFS_DAEMON ]]; then
 	echo "1..0 # SKIP $UFS_DAEMON not built (configure --disable-sanitizers)"

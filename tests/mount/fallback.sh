@@ -11,6 +11,9 @@ if [[ ! -w $param ]]; then
 	echo "1..0 # SKIP cannot switch $param (not root, or no FUSE-over-io_uring)"
 	exit 0
 fi
+# Other runs rely on enable_uring=Y: switch it only while none holds the lock.
+exec {lock}>/run/lock/uringfs-enable_uring
+flock -x "$lock"
 old=$(cat "$param")
 trap 'echo "$old" >"$param"' EXIT
 echo N >"$param"

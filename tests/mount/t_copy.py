@@ -175,6 +175,13 @@ def exdev_kernel_fallback():
             subprocess.run(['umount', '-l', sub])
 
 
+def size_of(path):
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
 def wait_until(cond, seconds):
     deadline = time.monotonic() + seconds
     while not cond():
@@ -208,7 +215,7 @@ def cancel_case(mode):
             raise ufs.Skip('the kernel has no IORING_OP_COPY_FILE_RANGE (see tests/kernel/)')
         # One worker: both copies wait on the same helper (or ring).
         # Long enough that B is still queued behind A when the signal comes.
-        size = (2048 if not os.environ.get('UFS_VM_GUEST') else 192) * MiB
+        size = (2048 if not os.environ.get('UFS_VM_GUEST') else 768) * MiB
         opts = f'copy_file_range={mode},workers=1'
         src = ufs.scratch_dir('cancel-src')
         subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={3 * size // MiB + 64}m', 'tmpfs',
@@ -223,11 +230,13 @@ def cancel_case(mode):
             with ufs.Child(copy_in_child, f'{m.mnt}/big', f'{m.mnt}/a', size) as a, \
                     ufs.Child(copy_in_child, f'{m.mnt}/big', f'{m.mnt}/b', size) as b:
                 a.recv()
-                time.sleep(0.05)
+                check(wait_until(lambda: size_of(f'{m.src}/a') > 0, 30), 'copy A never started')
                 b.recv()
                 time.sleep(0.1)
+                check(size_of(f'{m.src}/a') < size, 'copy A ended too soon to test (use a slower copy)')
                 os.kill(b.pid, signal.SIGUSR1)    # B waits behind A: cancelled
                 got_b = b.join(60)
+                check(size_of(f'{m.src}/a') < size, 'copy A ended before its signal')
                 os.kill(a.pid, signal.SIGUSR1)    # A is running: stops short
                 got_a = a.join(60)
                 after = m.stats()

@@ -269,7 +269,7 @@ def daemon_pids(mnt):
                 args = f.read().split(b'\0')
         except OSError:
             continue
-        if args and args[0].endswith(b'uringfs') and mnt.encode() in args:
+        if args and os.path.basename(args[0]).startswith(b'uringfs') and mnt.encode() in args:
             pids.append(int(pid))
     return pids
 

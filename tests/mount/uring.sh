@@ -5,4 +5,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
+# enable_uring is global: fallback.sh takes this lock exclusively to switch it off.
+exec {lock}>/run/lock/uringfs-enable_uring
+flock -s "$lock"
+
 exec /usr/bin/python3 "$here/run.py" --variant uring
