@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+# Sourced by the tests/ops/*.sh scripts: where things are, and TAP output
+# (one "ok N - what" line per check, the plan "1..N" at the end).
+
+srcdir=${UFS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+builddir=${UFS_BUILDDIR:-$srcdir}
+daemon=$builddir/daemon/uringfs
+t_count=0
+
+# t_result STATUS WHAT: report one check; STATUS 0 is a pass.
+t_result() {
+	t_count=$((t_count + 1))
+	if [[ $1 == 0 ]]; then
+		echo "ok $t_count - $2"
+	else
+		echo "not ok $t_count - $2"
+	fi
+}
+
+# t_check WHAT COMMAND...: run COMMAND and report whether it succeeded.
+t_check() {
+	local what=$1 status=0
+	shift
+	"$@" || status=$?
+	t_result "$status" "$what"
+}
+
+# t_skip WHAT REASON: a check that cannot run here.
+t_skip() {
+	t_count=$((t_count + 1))
+	echo "ok $t_count - $1 # SKIP $2"
+}
+
+t_diag() {
+	local line
+	while IFS= read -r line; do
+		echo "# $line"
+	done
+}
+
+t_done() {
+	echo "1..$t_count"
+}
+
+# t_skip_all REASON: nothing in this script can run here.
+t_skip_all() {
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+t_need_root() {
+	[[ $(id -u) == 0 ]] || t_skip_all "needs root"
+}
+
+t_need_daemon() {
+	[[ -x $daemon ]] || t_skip_all "$daemon is not built"
+}
+
+# wait_for SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds.
+wait_for() {
+	local tries=$(($1 * 10))
+	shift
+	until "$@"; do
+		tries=$((tries - 1))
+		((tries > 0)) || return 1
+		sleep 0.1
+	done
+}
