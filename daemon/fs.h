@@ -41,6 +41,7 @@ struct ufs_inode {
 	uint32_t refs;			/* in-flight requests and open files; pins fd */
 	struct ufs_inode *next_by_id;	/* hash chains */
 	struct ufs_inode *next_by_key;
+	bool keyed;			/* in the (dev, ino) index: the file still has this key */
 	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
 	struct ufs_inode *lru_next;
 	/* fields below are protected by lock */
@@ -119,6 +120,7 @@ struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid);
 void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode);
 struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st);
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
+void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 size_t ufs_inode_count(struct ufs_fs *fs);

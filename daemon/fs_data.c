@@ -374,6 +374,22 @@ ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
 	return -UFS_EQUEUED;
 }
 
+/*
+ * fallocate and copy_file_range modify a file like a write, and locally a
+ * writer without CAP_FSETID loses setuid/setgid.  With killpriv_v2 the kernel
+ * leaves that to us but, unlike WRITE, sends no flag: a caller other than
+ * root stands for "no CAP_FSETID".
+ */
+static void kill_suidgid_on_modify(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file)
+{
+	struct stat st;
+
+	if (!ufs_conn_has(fs->conn, FUSE_HANDLE_KILLPRIV_V2) || !req->in->uid)
+		return;
+	if (!fstat(file->fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
+		ufs_kill_suidgid(fs, file->inode, &st);
+}
+
 ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_fallocate_in *in = req->args.op;
@@ -381,6 +397,7 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file || file->is_dir || file->fd < 0)
 		return -EBADF;
+	kill_suidgid_on_modify(fs, req, file);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_FALLOCATE,
 		.fd = file->fd,
@@ -464,6 +481,7 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 		return -EBADF;
 	if (dst->inode->nodeid != in->nodeid_out)
 		return -EINVAL;
+	kill_suidgid_on_modify(fs, req, dst);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_COPY,
 		.fd = dst->fd,

@@ -306,13 +306,27 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 	return reply_new_entry(fs, req, ret);
 }
 
+/* Whether name in dir is a last link, so removing it frees the file. */
+static bool last_link(int dir, const char *name, struct stat *st)
+{
+	return !fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st->st_mode) &&
+	       st->st_nlink == 1;
+}
+
 static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)
 {
 	int ret = parent_check(fs, req->inode, req->args.name);
+	bool last;
+	struct stat st;
 
 	if (ret)
 		return ret;
-	return unlinkat(req->inode->fd, req->args.name, flags) ? -errno : 0;
+	last = !(flags & AT_REMOVEDIR) && last_link(req->inode->fd, req->args.name, &st);
+	if (unlinkat(req->inode->fd, req->args.name, flags))
+		return -errno;
+	if (last)
+		ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
+	return 0;
 }
 
 ssize_t ufs_op_unlink(struct ufs_fs *fs, struct ufs_req *req)
@@ -330,6 +344,7 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 {
 	struct ufs_inode *newdir;
 	struct ufs_creds creds = { 0 };
+	struct stat st;
 	int ret;
 
 	if (flags & ~FUSE_RENAME_FLAGS)
@@ -345,9 +360,19 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 	if (!ret && (flags & RENAME_WHITEOUT))
 		ret = ufs_creds_enter(fs, req, &creds);
 	if (!ret) {
+		/* A rename over a last link frees the file it replaces. */
+		struct stat src_st;
+		bool replaced = !(flags & RENAME_EXCHANGE) &&
+				last_link(newdir->fd, req->args.name2, &st) &&
+				!fstatat(req->inode->fd, req->args.name, &src_st,
+					 AT_SYMLINK_NOFOLLOW) &&
+				(src_st.st_ino != st.st_ino || src_st.st_dev != st.st_dev);
+
 		ret = renameat2(req->inode->fd, req->args.name, newdir->fd, req->args.name2, flags)
 			      ? -errno : 0;
 		ufs_creds_leave(&creds);
+		if (!ret && replaced)
+			ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
 	}
 	ufs_inode_put(fs, newdir);
 	return ret;

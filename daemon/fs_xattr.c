@@ -31,11 +31,15 @@ static bool has_prefix(const char *name, const char *prefix)
 	return !strncmp(name, prefix, strlen(prefix));
 }
 
-/* Is this attribute name hidden by the namespace policy? */
-static bool xattr_denied(const struct ufs_fs *fs, const char *name)
+/*
+ * Is this attribute name out of the caller's reach?  Either the namespace
+ * policy hides it, or, as locally, trusted.* needs CAP_SYS_ADMIN: the daemon
+ * holds it for everyone, so callers other than root are refused.
+ */
+static bool xattr_denied(const struct ufs_fs *fs, const struct ufs_req *req, const char *name)
 {
 	if (has_prefix(name, "trusted."))
-		return fs->cfg->xattr_trusted == UFS_XATTR_DENY;
+		return fs->cfg->xattr_trusted == UFS_XATTR_DENY || req->in->uid != 0;
 	if (has_prefix(name, "security."))
 		return fs->cfg->xattr_security == UFS_XATTR_DENY;
 	return false;
@@ -61,7 +65,7 @@ ssize_t ufs_op_setxattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret == -ENODATA ? -EPERM : ret;
-	if (xattr_denied(fs, name))
+	if (xattr_denied(fs, req, name))
 		return -EPERM;
 	if (setxattr(path, name, req->args.data, req->args.data_len, in->flags))
 		return -errno;
@@ -86,8 +90,8 @@ ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret;
-	if (xattr_denied(fs, req->args.name))
-		return -ENODATA;
+	if (xattr_denied(fs, req, req->args.name))
+		return has_prefix(req->args.name, "trusted.") && req->in->uid ? -EPERM : -ENODATA;
 	if (!in->size) {
 		struct fuse_getxattr_out *out = req->out;
 
@@ -104,14 +108,15 @@ ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
 }
 
 /* Drop the names the policy hides from a listxattr buffer; returns the new length. */
-static size_t xattr_list_filter(const struct ufs_fs *fs, char *list, size_t len)
+static size_t xattr_list_filter(const struct ufs_fs *fs, const struct ufs_req *req, char *list,
+				size_t len)
 {
 	size_t in = 0, out = 0;
 
 	while (in < len) {
 		size_t n = strnlen(list + in, len - in) + 1;
 
-		if (!xattr_denied(fs, list + in)) {
+		if (!xattr_denied(fs, req, list + in)) {
 			memmove(list + out, list + in, n);
 			out += n;
 		}
@@ -139,7 +144,7 @@ ssize_t ufs_op_listxattr(struct ufs_fs *fs, struct ufs_req *req)
 	n = listxattr(path, req->out, cap);
 	if (n < 0)
 		return -errno;
-	n = xattr_list_filter(fs, req->out, n);
+	n = xattr_list_filter(fs, req, req->out, n);
 	if (!in->size) {
 		struct fuse_getxattr_out *out = req->out;
 
@@ -158,7 +163,7 @@ ssize_t ufs_op_removexattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret == -ENODATA ? -EPERM : ret;
-	if (xattr_denied(fs, req->args.name))
+	if (xattr_denied(fs, req, req->args.name))
 		return -EPERM;
 	return removexattr(path, req->args.name) ? -errno : 0;
 }

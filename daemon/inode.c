@@ -272,6 +272,23 @@ static void table_link(struct ufs_fs *fs, struct ufs_inode *inode)
 	fs->by_id[i] = inode;
 	inode->next_by_key = fs->by_key[k];
 	fs->by_key[k] = inode;
+	inode->keyed = true;
+}
+
+static void key_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	struct ufs_inode **pp;
+
+	if (!inode->keyed)
+		return;
+	for (pp = &fs->by_key[hash_key(inode->dev, inode->ino, fs->buckets)]; *pp;
+	     pp = &(*pp)->next_by_key) {
+		if (*pp == inode) {
+			*pp = inode->next_by_key;
+			break;
+		}
+	}
+	inode->keyed = false;
 }
 
 static void table_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
@@ -284,13 +301,7 @@ static void table_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
 			break;
 		}
 	}
-	for (pp = &fs->by_key[hash_key(inode->dev, inode->ino, fs->buckets)]; *pp;
-	     pp = &(*pp)->next_by_key) {
-		if (*pp == inode) {
-			*pp = inode->next_by_key;
-			break;
-		}
-	}
+	key_unlink(fs, inode);
 }
 
 /* Double the table when it is full; a failed allocation just keeps chains longer. */
@@ -315,8 +326,11 @@ static void table_grow(struct ufs_fs *fs)
 
 		while (inode) {
 			struct ufs_inode *next = inode->next_by_id;
+			bool keyed = inode->keyed;
 
 			table_link(fs, inode);
+			if (!keyed)
+				key_unlink(fs, inode);
 			inode = next;
 		}
 	}
@@ -356,6 +370,11 @@ struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid)
 		inode->refs++;
 		lru_remove(fs, inode);
 		reopen = inode->fd < 0 && inode->handle;
+		if (inode->fd < 0 && !inode->handle && !inode->control) {
+			/* unlinked, descriptor closed (ufs_inode_unlinked): gone */
+			inode->refs--;
+			inode = NULL;
+		}
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 	/* Pinned now: its descriptor stays until the matching put. */
@@ -415,6 +434,32 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
  * of fd: it becomes the new inode's descriptor, or is closed if the inode
  * is already known.  Returns the inode with nlookup incremented, or NULL.
  */
+static bool handles_equal(const struct file_handle *a, const struct file_handle *b)
+{
+	return a && b && a->handle_type == b->handle_type && a->handle_bytes == b->handle_bytes &&
+	       !memcmp(a->f_handle, b->f_handle, a->handle_bytes);
+}
+
+/* Inode entry found for a key: is it the file fd refers to?  Called with inode_lock. */
+static bool entry_is_file(const struct ufs_inode *inode, const struct ufs_inode *fresh)
+{
+	/* An entry holding a descriptor keeps its inode alive: the number is not reused. */
+	if (inode->fd >= 0 || inode->control)
+		return true;
+	/* Closed: the number may belong to a new file now; the handle's generation tells. */
+	return handles_equal(inode->handle, fresh->handle);
+}
+
+/*
+ * Account one kernel lookup for the object fd refers to.  Takes ownership
+ * of fd: it becomes the inode's descriptor, or is closed if the inode is
+ * already known.  Returns the inode with nlookup incremented, or NULL.
+ *
+ * (st_dev, st_ino) names a file only while it exists: once its last
+ * descriptor and link are gone the number can come back for another file.
+ * An entry that no longer holds a descriptor is checked by file handle;
+ * a stale one leaves the key index and waits for its FORGET.
+ */
 struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st)
 {
 	int evict[2] = { -1, -1 };
@@ -422,18 +467,9 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
-	if (inode) {
+	if (inode && (inode->fd >= 0 || inode->control)) {
 		inode->nlookup++;
-		/* An evicted descriptor comes back for free. */
-		if (inode->fd < 0 && inode->handle && fd >= 0) {
-			inode->fd = fd;
-			fs->fds_open++;
-			fd = -1;
-			lru_remove(fs, inode);
-			unpin_locked(fs, inode, evict, 2);
-		}
 		pthread_mutex_unlock(&fs->inode_lock);
-		close_evicted(evict, 2);
 		if (fd >= 0)
 			close(fd);
 		return inode;
@@ -459,13 +495,22 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
-	if (inode) {
-		/* Another lookup inserted it meanwhile. */
+	if (inode && entry_is_file(inode, fresh)) {
 		inode->nlookup++;
+		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
+			/* An evicted descriptor comes back for free. */
+			inode->fd = fresh->fd;
+			fresh->fd = -1;
+			fs->fds_open++;
+			unpin_locked(fs, inode, evict, 2);
+		}
 		pthread_mutex_unlock(&fs->inode_lock);
+		close_evicted(evict, 2);
 		inode_free(fresh);
 		return inode;
 	}
+	if (inode)
+		key_unlink(fs, inode);
 	fresh->nodeid = fs->next_nodeid++;
 	fresh->nlookup = 1;
 	if (fs->inode_count >= fs->buckets)
@@ -503,6 +548,30 @@ int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st)
 	pthread_mutex_unlock(&fs->inode_lock);
 	fs->root = root;
 	return 0;
+}
+
+/*
+ * The last name of (dev, ino) is gone.  Unless something still uses the
+ * inode, close our descriptor now: it alone would keep the file's space in
+ * use until the kernel's FORGET.  Later uses of the inode get ESTALE.
+ */
+void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino)
+{
+	struct ufs_inode *inode;
+	int fd = -1;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_key(fs, dev, ino);
+	if (inode && !inode->refs && inode->fd >= 0 && inode != fs->root) {
+		lru_remove(fs, inode);
+		if (inode->handle)
+			fs->fds_open--;
+		fd = inode->fd;
+		inode->fd = -1;
+	}
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (fd >= 0)
+		close(fd);
 }
 
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup)
@@ -543,6 +612,41 @@ size_t ufs_inode_count(struct ufs_fs *fs)
  * would reach outside.  The kernel's own spelling of the descriptor's path
  * (/proc/self/fd/N) tells where it is now.  Returns 0 or -ENOENT.
  */
+/*
+ * The slow way, for paths longer than PATH_MAX: walk ".." from fd until
+ * SOURCE's root (inside) or the file system root (outside).
+ */
+static int check_beneath_walk(struct ufs_fs *fs, int fd)
+{
+	struct stat st, up_st;
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
+
+	for (int depth = 0; cur >= 0 && depth < 65536; depth++) {
+		int up;
+
+		if (fstat(cur, &st)) {
+			ret = -errno;
+			break;
+		}
+		if (st.st_dev == fs->root->dev && st.st_ino == fs->root->ino) {
+			ret = 0;
+			break;
+		}
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &up_st) ||
+		    (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)) {
+			if (up >= 0)
+				close(up);
+			break;	/* reached / without meeting SOURCE */
+		}
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return ret;
+}
+
 int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
 {
 	char name[32], path[PATH_MAX];
@@ -552,6 +656,8 @@ int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
 		return 0;	/* SOURCE is / */
 	snprintf(name, sizeof(name), "%d", fd);
 	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
+	if (n < 0 && errno == ENAMETOOLONG)
+		return check_beneath_walk(fs, fd);
 	if (n < 0)
 		return -errno;
 	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&
