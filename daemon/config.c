@@ -156,6 +156,7 @@ static int parse_bool(const char *text, bool *out)
 /* A decimal number with an optional K, M or G (binary) suffix. */
 static int parse_size(const char *text, unsigned long long *out)
 {
+	unsigned int shift = 0;
 	unsigned long long v;
 	char *end;
 
@@ -167,15 +168,18 @@ static int parse_size(const char *text, unsigned long long *out)
 		return -EINVAL;
 	switch (toupper((unsigned char)*end)) {
 	case 'K':
-		v <<= 10, end++;
+		shift = 10, end++;
 		break;
 	case 'M':
-		v <<= 20, end++;
+		shift = 20, end++;
 		break;
 	case 'G':
-		v <<= 30, end++;
+		shift = 30, end++;
 		break;
 	}
+	if (v > ULLONG_MAX >> shift)
+		return -EINVAL;
+	v <<= shift;
 	if (*end == 'i' || *end == 'B')
 		end += (end[0] == 'i' && end[1] == 'B') ? 2 : 1;
 	if (*end)
@@ -415,7 +419,60 @@ void ufs_config_defaults(struct ufs_config *cfg)
 struct ini_ctx {
 	struct ufs_config *cfg;
 	struct ufs_config_error err;
+	FILE *f;
+	char *line;		/* the physical line being parsed */
+	size_t line_cap;
+	int lineno;		/* its number */
+	int err_line;		/* line of the first error we found, 0: none */
 };
+
+static void ini_error(struct ini_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The first error wins: inih goes on parsing after one. */
+static void ini_error(struct ini_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx->err_line)
+		return;
+	ctx->err_line = ctx->lineno;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err.msg, sizeof(ctx->err.msg), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * inih's own reader (fgets into a buffer of INI_MAX_LINE, 200 bytes in
+ * Debian's build) cuts a longer line in pieces and parses each piece as a
+ * line of its own: the tail of a long comment would become a setting, and
+ * every line number after it would be wrong.  Read whole lines instead, one
+ * per call, so inih's line numbers are the file's; refuse a line that does
+ * not fit, or holds a NUL byte (inih would ignore what follows it), and stop
+ * at the first error.
+ */
+static char *config_read_line(char *buf, int size, void *stream)
+{
+	struct ini_ctx *ctx = stream;
+	ssize_t n;
+
+	if (ctx->err_line)
+		return NULL;
+	n = getline(&ctx->line, &ctx->line_cap, ctx->f);
+	if (n < 0)
+		return NULL;
+	ctx->lineno++;
+	if (memchr(ctx->line, '\0', n)) {
+		ini_error(ctx, "NUL byte in the line");
+		return NULL;
+	}
+	if (n >= size) {
+		ini_error(ctx, "line longer than %d bytes", size - 2);
+		return NULL;
+	}
+	memcpy(buf, ctx->line, n + 1);
+	return buf;
+}
 
 static bool section_known(const char *section)
 {
@@ -429,50 +486,59 @@ static bool section_known(const char *section)
 static int config_ini_handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct ini_ctx *ctx = user;
+	struct ufs_config_error err;
 	const struct ufs_opt *o;
 	size_t index;
 
 	if (section[0] && !section_known(section)) {
-		error_set(&ctx->err, "unknown section [%s]", section);
+		ini_error(ctx, "unknown section [%s]", section);
 		return 0;
 	}
 	o = opt_find(key, &index);
 	if (!o) {
-		error_set(&ctx->err, "unknown key '%s' in [%s]", key, section);
+		ini_error(ctx, "unknown key '%s' in [%s]", key, section);
 		return 0;
 	}
 	if (strcmp(o->section, section)) {
-		error_set(&ctx->err, "key '%s' belongs in [%s], not [%s]", key, o->section,
+		ini_error(ctx, "key '%s' belongs in [%s], not [%s]", key, o->section,
 			  section[0] ? section : "(no section)");
 		return 0;
 	}
 	if (!value || !value[0]) {
-		error_set(&ctx->err, "%s: empty value", key);
+		ini_error(ctx, "%s: empty value", key);
 		return 0;
 	}
-	return ufs_config_set(ctx->cfg, key, value, UFS_SRC_FILE, &ctx->err) ? 0 : 1;
+	if (ufs_config_set(ctx->cfg, key, value, UFS_SRC_FILE, &err)) {
+		ini_error(ctx, "%s", err.msg);
+		return 0;
+	}
+	return 1;
 }
 
 int ufs_config_load_file(struct ufs_config *cfg, const char *path, struct ufs_config_error *err)
 {
 	struct ini_ctx ctx = { .cfg = cfg };
-	FILE *f;
 	int line;
 
-	f = fopen(path, "re");
-	if (!f) {
+	ctx.f = fopen(path, "re");
+	if (!ctx.f) {
 		int e = errno;
 
 		error_set(err, "%s: %s", path, strerror(e));
 		return -e;
 	}
-	line = ini_parse_file(f, config_ini_handler, &ctx);
-	fclose(f);
+	line = ini_parse_stream(config_read_line, &ctx, config_ini_handler, &ctx);
+	if (line >= 0 && ferror(ctx.f))
+		line = -1;
+	fclose(ctx.f);
+	free(ctx.line);
+	/* inih reports the first error, ours or its own syntax error. */
+	if (line > 0 && (!ctx.err_line || line < ctx.err_line))
+		snprintf(ctx.err.msg, sizeof(ctx.err.msg),
+			 "syntax error (expected [section] or key = value)");
+	else if (ctx.err_line)
+		line = ctx.err_line;
 	if (line > 0) {
-		/* inih stops at a syntax error without calling us: say so. */
-		if (!ctx.err.msg[0])
-			snprintf(ctx.err.msg, sizeof(ctx.err.msg),
-				 "syntax error (expected [section] or key = value)");
 		error_set(err, "%s:%d: %s", path, line, ctx.err.msg);
 		return -EINVAL;
 	}

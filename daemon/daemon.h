@@ -47,6 +47,7 @@ struct ufs_daemon {
 
 	bool stopping;			/* workers: leave on the next wake-up */
 	int event_fd;			/* workers tell the main loop the connection ended */
+	int fatal;			/* a worker cannot go on: end the connection */
 	int workers_running;		/* protected by atomics */
 	int worker_error;
 	struct timespec started;
@@ -54,6 +55,12 @@ struct ufs_daemon {
 
 /* A worker stopped: the connection ended (error 0) or it failed (-errno). */
 void ufs_daemon_worker_exited(struct ufs_daemon *d, int error);
+
+/*
+ * A worker found the connection unservable (its queue lost entries): the
+ * main loop ends the connection and the daemon exits non-zero.
+ */
+void ufs_daemon_fatal(struct ufs_daemon *d, int error);
 
 /* The `name value` lines of the control file and SIGUSR1; caller frees. */
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len);

@@ -174,6 +174,7 @@ void ufs_lock_release_all(struct ufs_inode *inode);
 bool ufs_lock_interrupt(uint64_t unique);
 int ufs_lock_block_wake_signal(void);
 void ufs_lock_interrupt_all(void);
+bool ufs_lock_kick(void);
 void ufs_lock_wait_idle(void);
 
 /* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */

@@ -35,7 +35,11 @@ static struct ufs_file *file_get(struct ufs_fs *fs, uint64_t fh)
 /* The flags the backing file is opened with, from the client's open flags. */
 static int backing_open_flags(struct ufs_fs *fs, int flags)
 {
-	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW);
+	/*
+	 * O_NONBLOCK means nothing to a regular file but makes io_uring fail
+	 * reads with EAGAIN instead of waiting: the client's choice is its own.
+	 */
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 	/*
 	 * With the writeback cache the kernel fills partial pages by reading
 	 * and decides append offsets itself.

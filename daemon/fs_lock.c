@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include "dispatch.h"
 #include "fs.h"
 #include "log.h"
+#include "interrupt.h"
 #include "io_copy.h"
 #include "worker.h"
 
@@ -53,30 +53,20 @@ struct lock_wait {
 	int flock_op;
 	struct flock fl;
 	_Atomic bool interrupted;
-	_Atomic bool armed;
-	sigjmp_buf jump;
 };
 
 static pthread_mutex_t waits_lock = PTHREAD_MUTEX_INITIALIZER;
 static int waits_active;	/* helper threads that have not replied yet */
 static bool waits_stopping;	/* the connection ended: no new waits */
 static struct lock_wait *waits;
-static __thread struct lock_wait *current_wait;
 static pthread_once_t wake_signal_once = PTHREAD_ONCE_INIT;
 
 #define WAKE_SIGNAL (SIGRTMIN + 1)
 
-/*
- * Runs on the waiting thread.  A signal can arrive after the check for
- * "interrupted" and before fcntl() sleeps; jumping out closes that window.
- */
+/* Only there to make a waiting fcntl()/flock() return EINTR. */
 static void wake_handler(int sig)
 {
-	struct lock_wait *w = current_wait;
-
 	(void)sig;
-	if (w && w->armed)
-		siglongjmp(w->jump, 1);
 }
 
 static void wake_signal_install(void)
@@ -307,7 +297,11 @@ static void wait_unlink(struct lock_wait *w)
 	pthread_mutex_unlock(&waits_lock);
 }
 
-/* Wait for the lock with WAKE_SIGNAL unblocked; returns 0, -EINTR or an error. */
+/*
+ * Wait for the lock; returns 0, -EINTR or an error.  WAKE_SIGNAL interrupts
+ * the wait.  One sent just before fcntl() sleeps is lost, so the main loop
+ * sends it again (ufs_lock_kick) until an interrupted wait has ended.
+ */
 static int wait_blocking(struct lock_wait *w)
 {
 	sigset_t wake;
@@ -315,23 +309,17 @@ static int wait_blocking(struct lock_wait *w)
 
 	sigemptyset(&wake);
 	sigaddset(&wake, WAKE_SIGNAL);
-	current_wait = w;
-	if (sigsetjmp(w->jump, 1)) {
-		w->armed = false;
-		return -EINTR;
-	}
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
-	w->armed = true;
-	ret = 0;
-	if (w->interrupted)
-		ret = -EINTR;
-	else if (w->flock)
-		ret = flock(w->fd, w->flock_op) ? -errno : 0;
-	else
-		ret = fcntl(w->fd, F_OFD_SETLKW, &w->fl) ? -errno : 0;
-	w->armed = false;
-	pthread_sigmask(SIG_BLOCK, &wake, NULL);
-	return ret;
+	for (;;) {
+		if (w->interrupted)
+			return -EINTR;
+		if (w->flock)
+			ret = flock(w->fd, w->flock_op) ? -errno : 0;
+		else
+			ret = fcntl(w->fd, F_OFD_SETLKW, &w->fl) ? -errno : 0;
+		if (ret != -EINTR)
+			return ret;
+	}
 }
 
 static void *wait_thread(void *arg)
@@ -373,6 +361,8 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 	w->fd = fd;
 	w->flock = in->lk_flags & FUSE_LK_FLOCK;
 	w->flock_op = flock_op(in, true);
+	/* Interrupted on its way here: the wait ends at once with EINTR. */
+	w->interrupted = ufs_interrupt_claim(w->unique);
 	if (fl)
 		w->fl = *fl;
 
@@ -412,12 +402,13 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 	ret = lock_try(fs, req, in, file, &fd, &fl);
 	if (ret != -EAGAIN)
 		return ret;
+	if (req->xops->hold) {
+		ret = req->xops->hold(req);
+		if (ret)
+			return ret;
+	}
 	ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl);
-	if (ret)
-		return ret;
-	if (req->xops->hold)
-		req->xops->hold(req);
-	return -UFS_EQUEUED;
+	return ret ? ret : -UFS_EQUEUED;
 }
 
 /* INTERRUPT: wake a SETLKW waiting for the named request, if there is one. */
@@ -465,6 +456,23 @@ void ufs_lock_interrupt_all(void)
 	pthread_mutex_unlock(&waits_lock);
 }
 
+/* Interrupted waits still waiting: the signal may have come too early.  Send it again. */
+bool ufs_lock_kick(void)
+{
+	struct lock_wait *w;
+	bool pending = false;
+
+	pthread_mutex_lock(&waits_lock);
+	for (w = waits; w; w = w->next) {
+		if (w->interrupted) {
+			pthread_kill(w->thread, WAKE_SIGNAL);
+			pending = true;
+		}
+	}
+	pthread_mutex_unlock(&waits_lock);
+	return pending;
+}
+
 /* Wait until every lock-wait thread has replied, so none outlives its transport. */
 void ufs_lock_wait_idle(void)
 {
@@ -485,7 +493,7 @@ ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
 	 * Lock waits and copies can be abandoned; anything else finishes
 	 * quickly and its reply answers the interrupt.
 	 */
-	if (!ufs_lock_interrupt(in->unique))
-		ufs_copy_interrupt(in->unique);
+	if (!ufs_lock_interrupt(in->unique) && !ufs_copy_interrupt(in->unique))
+		ufs_interrupt_remember(in->unique);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fuse_abi.h"
+#include "interrupt.h"
 #include "io_copy.h"
 #include "log.h"
 #include "worker.h"
@@ -68,11 +69,13 @@ void ufs_copy_track(struct ufs_req *req, void (*cancel)(struct ufs_req *req))
 	job->req = req;
 	job->unique = req->in->unique;
 	job->cancel_fn = cancel;
+	/* Interrupted on its way here: it copies nothing and ends with EINTR. */
+	job->cancel = ufs_interrupt_claim(job->unique);
 	pthread_mutex_lock(&copies_lock);
 	job->next = copies;
 	copies = job;
-	copies_active++;
 	pthread_mutex_unlock(&copies_lock);
+	__atomic_fetch_add(&copies_active, 1, __ATOMIC_RELAXED);
 }
 
 bool ufs_copy_untrack(struct ufs_req *req)
@@ -84,7 +87,6 @@ bool ufs_copy_untrack(struct ufs_req *req)
 	for (pp = &copies; *pp; pp = &(*pp)->next) {
 		if (*pp == job) {
 			*pp = job->next;
-			copies_active--;
 			break;
 		}
 	}
@@ -114,6 +116,8 @@ void ufs_copy_finish(struct ufs_req *req, ssize_t res)
 			ufs_stat_add(&st->cfr_bytes, res);
 	}
 	req->io.done(req, res);
+	/* Only now: until the reply is out, shutdown must not free the transport. */
+	__atomic_fetch_sub(&copies_active, 1, __ATOMIC_RELEASE);
 }
 
 /* Remove job from its helper's queue if it has not started.  Returns true if it was queued. */

@@ -378,6 +378,7 @@ static int handle_init(struct ufs_daemon *d)
 		uint8_t bytes[8192];
 	} buf;
 	const struct fuse_init_in *in = (const void *)(&buf.h + 1);
+	struct ufs_init_limits limits;
 	struct ufs_init_out out;
 	bool want_uring;
 	ssize_t n;
@@ -393,7 +394,9 @@ static int handle_init(struct ufs_daemon *d)
 		return -EPROTO;
 	}
 	want_uring = d->cfg.io_uring != UFS_SWITCH_OFF && ufs_uring_supported();
-	ret = ufs_init_negotiate(in, n - sizeof(buf.h), &d->cfg, want_uring, &out, &d->conn);
+	ufs_init_limits_read(&limits);
+	ret = ufs_init_negotiate(in, n - sizeof(buf.h), &d->cfg, &limits, want_uring, &out,
+				 &d->conn);
 	if (ret) {
 		ufs_err("kernel speaks FUSE %u.%u; uringfs needs 7.28 or newer", in->major,
 			in->minor);
@@ -641,11 +644,34 @@ static void reload_log_level(struct ufs_daemon *d)
  * signal unmounts; if open files keep the lazily unmounted file system
  * alive past the grace period, the connection is aborted.
  */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The poll timeout: the nearest of the kick, the grace deadline and the status refresh. */
+static int loop_timeout(int64_t grace_deadline, int64_t next_status)
+{
+	int64_t now = now_ms(), wait = -1;
+
+	if (ufs_lock_kick())
+		wait = 20;	/* interrupted lock waits get their signal again */
+	if (grace_deadline >= 0 && (wait < 0 || grace_deadline - now < wait))
+		wait = grace_deadline > now ? grace_deadline - now : 0;
+	if (next_status >= 0 && (wait < 0 || next_status - now < wait))
+		wait = next_status > now ? next_status - now : 0;
+	return wait;
+}
+
 static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 {
 	struct pollfd pfd[2];
-	bool unmounting = false;
-	int timeout = -1;
+	bool fatal_seen = false;
+	int64_t grace_deadline = -1, next_status = -1;
+	int interval = ufs_notify_interval_ms();
 
 	pfd[0].fd = signalfd(-1, sigs, SFD_CLOEXEC);
 	pfd[0].events = POLLIN;
@@ -653,23 +679,38 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 	pfd[1].events = POLLIN;
 
 	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {
-		int n = poll(pfd, 2, unmounting ? timeout : ufs_notify_interval_ms());
+		int n;
 
-		if (n == 0 && unmounting) {
+		if (interval > 0 && next_status < 0)
+			next_status = now_ms() + interval;
+		n = poll(pfd, 2, loop_timeout(grace_deadline, next_status));
+		if (grace_deadline >= 0 && now_ms() >= grace_deadline) {
 			ufs_warn("still in use %d ms after unmounting: aborting the connection",
 				 SHUTDOWN_GRACE_MS);
 			if (abort_connection(d))
 				force_stop(d);
-			timeout = -1;
-			continue;
+			grace_deadline = -2;	/* done, never again */
 		}
-		if (n == 0)
+		if (next_status >= 0 && now_ms() >= next_status) {
 			ufs_notify_status(d);
+			next_status = -1;
+		}
+		if (n <= 0)
+			continue;
 		if (pfd[1].revents & POLLIN) {
 			uint64_t v;
 
 			if (read(d->event_fd, &v, sizeof(v)) < 0) {
 				/* Spurious wake-up. */
+			}
+			if (__atomic_load_n(&d->fatal, __ATOMIC_ACQUIRE) && !fatal_seen) {
+				fatal_seen = true;
+				ufs_err("ending the connection: it can no longer be served");
+				__atomic_compare_exchange_n(&d->worker_error, &(int){ 0 }, d->fatal,
+							    false, __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
+				if (abort_connection(d))
+					force_stop(d);
 			}
 			/* A worker saw the connection end: lock waits and copies are moot. */
 			ufs_lock_interrupt_all();
@@ -683,13 +724,12 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			switch (si.ssi_signo) {
 			case SIGTERM:
 			case SIGINT:
-				if (unmounting)
-					break;
+				if (grace_deadline != -1)
+					break;	/* already unmounting */
 				ufs_info("signal %d: unmounting %s", si.ssi_signo, d->mountpoint);
 				ufs_notify_stopping();
 				ufs_unmount(&d->mnt);
-				unmounting = true;
-				timeout = SHUTDOWN_GRACE_MS;
+				grace_deadline = now_ms() + SHUTDOWN_GRACE_MS;
 				break;
 			case SIGHUP:
 				reload_log_level(d);
@@ -709,12 +749,12 @@ static void stop_workers(struct ufs_daemon *d)
 	/* Helper threads reply through the transports: they finish first. */
 	ufs_lock_wait_idle();
 	ufs_copy_wait_idle();
+	for (unsigned int i = 0; i < d->workers_alloc; i++)
+		ufs_copier_stop(&d->workers[i]);
 	if (d->uring)
 		ufs_uring_stop(d);
-	for (unsigned int i = 0; i < d->nworkers; i++) {
+	for (unsigned int i = 0; i < d->nworkers; i++)
 		ufs_dev_worker_join(&d->workers[i]);
-		ufs_copier_stop(&d->workers[i]);
-	}
 	ufs_dev_worker_join(&d->dev_reader);
 }
 

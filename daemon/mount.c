@@ -2,6 +2,7 @@
 /*
  * Mount options and the mount.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,16 +44,27 @@ static bool in_list(const char *const *list, const char *word)
 	return false;
 }
 
-static int append(char *buf, size_t size, const char *word, size_t len)
+/*
+ * Append one option to the string libfuse parses, escaping ',' and '\\' the
+ * way libfuse unescapes them: "fsname=a\\,allow_other" given to us must stay
+ * one fsname, not become a second option.
+ */
+static int append(char *buf, size_t size, const char *word)
 {
-	size_t used = strlen(buf);
+	size_t start = strlen(buf), used = start;
 
-	if (used + !!used + len + 1 > size)
-		return -E2BIG;
 	if (used)
 		buf[used++] = ',';
-	memcpy(buf + used, word, len);
-	buf[used + len] = '\0';
+	for (; *word; word++) {
+		if (used + 3 > size) {
+			buf[start] = '\0';
+			return -E2BIG;
+		}
+		if (*word == ',' || *word == '\\')
+			buf[used++] = '\\';
+		buf[used++] = *word;
+	}
+	buf[used] = '\0';
 	return 0;
 }
 
@@ -99,15 +111,15 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 			error_set(err, "mount option %s", e.msg);
 		return ret;
 	}
-	if (!value && in_list(kernel_flags, opt))
-		return append(mo->kernel, sizeof(mo->kernel), opt, strlen(opt));
-	if (value && in_list(kernel_keys, opt)) {
-		char word[512];
-		int n = snprintf(word, sizeof(word), "%s=%s", opt, value);
-
-		if (n < 0 || (size_t)n >= sizeof(word))
-			return -E2BIG;
-		return append(mo->kernel, sizeof(mo->kernel), word, n);
+	if ((!value && in_list(kernel_flags, opt)) || (value && in_list(kernel_keys, opt))) {
+		if (value)
+			value[-1] = '=';
+		if (append(mo->kernel, sizeof(mo->kernel), opt)) {
+			error_set(err, "mount options for the kernel longer than %zu bytes",
+				  sizeof(mo->kernel) - 1);
+			return -EINVAL;
+		}
+		return 0;
 	}
 	if (in_list(quiet_words, opt) || !strncmp(opt, "x-", 2) || !strcmp(opt, "comment"))
 		return 0;
@@ -122,6 +134,14 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 	size_t n = 0;
 	int ret;
 
+	/* Messages quote the options: keep them one line. */
+	for (const char *p = optstr; *p; p++) {
+		if (iscntrl((unsigned char)*p)) {
+			error_set(err, "control character 0x%02x in the mount options",
+				  (unsigned char)*p);
+			return -EINVAL;
+		}
+	}
 	for (const char *p = optstr;; p++) {
 		if (*p == '\\' && p[1])
 			p++;	/* "\," is a comma inside a value */

@@ -84,10 +84,11 @@ struct ufs_transport_ops {
 	/* Run an I/O; done may be called before this returns. */
 	void (*io_submit)(struct ufs_req *req);
 	/*
-	 * The request will wait for a long time (a blocking lock): keep the
-	 * transport able to take other requests meanwhile.  Optional.
+	 * The request will wait for a long time (a blocking lock): returns 0
+	 * if the transport can still take other requests meanwhile, else an
+	 * error to answer it with.  Optional; the reply ends the hold.
 	 */
-	void (*hold)(struct ufs_req *req);
+	int (*hold)(struct ufs_req *req);
 };
 
 struct ufs_req {
@@ -108,7 +109,6 @@ struct ufs_req {
 	bool zero_copy;			/* READ/WRITE data is in the client's pages (uring_io.c) */
 	struct ufs_io io;
 	struct ufs_copy_job *copy;	/* a copy_file_range in flight (io_copy.c) */
-	uint64_t interrupt_unique;	/* set when an INTERRUPT names this request */
 	char names[2][256];		/* copies of the name arguments */
 	char xattr_name[256];
 };

@@ -4,12 +4,13 @@
  * so the unit tests can drive it with any offer.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "session.h"
 
-#define PAGE_SIZE_FUSE 4096u
+#define DEFAULT_MAX_PAGES_LIMIT 256	/* the kernel's default fs.fuse.max_pages_limit */
 
 /* Flags we take whenever the kernel offers them. */
 static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_ATOMIC_O_TRUNC |
@@ -78,12 +79,34 @@ static const char *uring_off_reason(const struct ufs_config *cfg, bool want_urin
 	return NULL;
 }
 
-int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struct ufs_config *cfg,
+void ufs_init_limits_read(struct ufs_init_limits *lim)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int limit;
+	FILE *f;
+
+	lim->page_size = page > 0 ? (size_t)page : 4096;
+	lim->max_pages_limit = DEFAULT_MAX_PAGES_LIMIT;
+	f = fopen("/proc/sys/fs/fuse/max_pages_limit", "re");
+	if (f) {
+		if (fscanf(f, "%u", &limit) == 1 && limit)
+			lim->max_pages_limit = limit;
+		fclose(f);
+	}
+}
+
+int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
+		       const struct ufs_config *cfg, const struct ufs_init_limits *lim,
 		       bool want_uring, struct ufs_init_out *out, struct ufs_conn *conn)
 {
+	/* Fields the kernel did not send read as 0, never past its bytes. */
+	struct fuse_init_in copy = { 0 };
+	const struct fuse_init_in *in = &copy;
+	size_t page = lim->page_size;
 	uint64_t flags;
 	uint32_t max_pages;
 
+	memcpy(&copy, arrived, in_len < sizeof(copy) ? in_len : sizeof(copy));
 	memset(out, 0, sizeof(*out));
 	memset(conn, 0, sizeof(*conn));
 	out->major = FUSE_KERNEL_VERSION;
@@ -103,22 +126,26 @@ int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struc
 	conn->flags = flags;
 
 	/*
-	 * max_write above max_pages * 4K only inflates every io_uring payload
-	 * buffer (max_payload_sz takes the larger of the two), so keep them equal.
+	 * The kernel caps max_pages at fs.fuse.max_pages_limit, and a
+	 * max_write above max_pages pages only inflates every io_uring payload
+	 * buffer (max_payload_sz takes the larger): keep them equal.
 	 */
-	max_pages = cfg->max_write / PAGE_SIZE_FUSE;
+	max_pages = (cfg->max_write + page - 1) / page;
 	if (!(flags & FUSE_MAX_PAGES))
 		max_pages = 32; /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
+	if (max_pages > lim->max_pages_limit)
+		max_pages = lim->max_pages_limit;
 	if (max_pages > 65535)
 		max_pages = 65535;
 	conn->max_pages = max_pages;
-	conn->max_write = max_pages * PAGE_SIZE_FUSE;
+	conn->max_write = max_pages * page;
 	if (conn->max_write > cfg->max_write)
 		conn->max_write = cfg->max_write;
 	conn->max_readahead = in->max_readahead;
+	/* The kernel's max_payload_sz: max(8192, max_write, max_pages * PAGE_SIZE). */
 	conn->max_payload = conn->max_write > 8192 ? conn->max_write : 8192;
-	if ((size_t)max_pages * PAGE_SIZE_FUSE > conn->max_payload)
-		conn->max_payload = (size_t)max_pages * PAGE_SIZE_FUSE;
+	if ((size_t)max_pages * page > conn->max_payload)
+		conn->max_payload = (size_t)max_pages * page;
 
 	conn->uring_offered = (conn->offered & FUSE_OVER_IO_URING) != 0;
 	conn->uring = (flags & FUSE_OVER_IO_URING) != 0;

@@ -34,8 +34,18 @@ struct ufs_conn {
  * built).  Returns 0, or -EPROTO when the kernel speaks an unsupported major
  * version (out->major then tells the kernel ours).
  */
+/* What the kernel allows around INIT, read from the running system. */
+struct ufs_init_limits {
+	size_t page_size;		/* the kernel's PAGE_SIZE */
+	unsigned int max_pages_limit;	/* fs.fuse.max_pages_limit */
+};
+
+/* This machine's limits; defaults where they cannot be read. */
+void ufs_init_limits_read(struct ufs_init_limits *lim);
+
 int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struct ufs_config *cfg,
-		       bool want_uring, struct ufs_init_out *out, struct ufs_conn *conn);
+		       const struct ufs_init_limits *lim, bool want_uring,
+		       struct ufs_init_out *out, struct ufs_conn *conn);
 
 static inline bool ufs_conn_has(const struct ufs_conn *conn, uint64_t flag)
 {

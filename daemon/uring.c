@@ -48,7 +48,7 @@
 __thread struct ring_worker *ufs_this_ring_worker;
 
 static void ring_reply(struct ufs_req *req, int error, size_t len);
-static void ring_hold(struct ufs_req *req);
+static int ring_hold(struct ufs_req *req);
 
 const struct ufs_transport_ops ufs_ring_ops = {
 	.name = "uring",
@@ -114,7 +114,13 @@ struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw)
 		}
 		sqe = io_uring_get_sqe(&rw->ring);
 	}
+	rw->last_sqe = sqe;
 	return sqe;
+}
+
+struct io_uring_sqe *ring_last_sqe(struct ring_worker *rw)
+{
+	return rw->last_sqe;
 }
 
 /* A FUSE command SQE: the whole 128 bytes zeroed, as the kernel checks padding. */
@@ -174,10 +180,19 @@ static void *map_anon(size_t len)
 }
 
 /* Header and payload memory, allocated by the worker itself (NUMA-local). */
+static unsigned int ring_worker_nents(const struct ring_worker *rw)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < rw->nqueues; i++)
+		n += rw->queues[i].nents;
+	return n;
+}
+
 static int ring_buffers_alloc(struct ring_worker *rw)
 {
 	struct ufs_uring *u = rw->u;
-	size_t nents = (size_t)rw->nqueues * u->depth;
+	size_t nents = ring_worker_nents(rw);
 
 	rw->headers_len = nents * sizeof(struct ufs_uring_req_header);
 	rw->headers = map_anon(rw->headers_len);
@@ -187,6 +202,8 @@ static int ring_buffers_alloc(struct ring_worker *rw)
 		for (unsigned int i = 0; i < rw->nqueues; i++) {
 			struct ring_queue *q = &rw->queues[i];
 
+			if (!q->owner)
+				continue;	/* shares the owner's pool */
 			q->pool_len = (size_t)u->pool_bufs * u->max_payload;
 			q->pool = map_anon(q->pool_len);
 			if (!q->pool)
@@ -207,7 +224,7 @@ static void ring_ents_init(struct ring_worker *rw)
 	for (unsigned int i = 0; i < rw->nqueues; i++) {
 		struct ring_queue *q = &rw->queues[i];
 
-		for (unsigned int e = 0; e < u->depth; e++, n++) {
+		for (unsigned int e = 0; e < q->nents; e++, n++) {
 			struct ring_ent *ent = &q->ents[e];
 
 			ent->q = q;
@@ -222,7 +239,6 @@ static void ring_ents_init(struct ring_worker *rw)
 			ent->req.xops = &ufs_ring_ops;
 			ent->req.worker = rw->w;
 			ent->idx = rw->next_idx++;
-			ent->slot = q->zero_copy ? ent->idx + 1 : 0;
 		}
 	}
 }
@@ -314,8 +330,8 @@ static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
 static int ring_build(struct ring_worker *rw)
 {
 	struct ufs_uring *u = rw->u;
-	unsigned int nents = rw->nqueues * u->depth;
-	unsigned int zc_queues = 0, sq = 8;
+	unsigned int nents = ring_worker_nents(rw);
+	unsigned int sq = 8;
 	int ret;
 
 	/* Room for every entry's command and one I/O per entry, plus the eventfd read. */
@@ -336,14 +352,19 @@ static int ring_build(struct ring_worker *rw)
 	if (rw->event_fd < 0)
 		return -errno;
 	for (unsigned int i = 0; u->bufpool && i < rw->nqueues; i++) {
+		if (!rw->queues[i].owner)
+			continue;
 		ret = ring_queue_add(rw, &rw->queues[i]);
 		if (ret)
 			return ret;
-		zc_queues += rw->queues[i].zero_copy;
 	}
-	/* The kernel registers client pages at an entry's slot: the table must exist first. */
-	rw->nslots = 1 + nents + rw->nqueues * RING_SPARE_MAX;
-	if (zc_queues) {
+	/*
+	 * The kernel registers client pages at an entry's slot: the table
+	 * must exist first.  Queues shared with another worker learn their
+	 * zero-copy state only later, so build it whenever zero copy may come.
+	 */
+	rw->nslots = 1 + nents;
+	if (u->zc_wanted) {
 		ret = ring_zc_setup(rw);
 		if (ret)
 			return ret;
@@ -365,6 +386,7 @@ static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
 	struct io_uring_sqe *sqe = ring_get_sqe(rw);
 
 	/* The slot where the kernel registers this entry's client pages (0 unless zero copy). */
+	ent->slot = ent->q->zero_copy ? ent->idx + 1 : 0;
 	prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_REGISTER, ent->q->qid)->ent_zero_copy_buf_index =
 		ent->slot;
 	/* Per-entry mode: header and payload; pool mode: the payload iovec is {NULL, 0}. */
@@ -380,18 +402,50 @@ static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
  * request arrives.  So after submitting, any error is already in the CQ.
  * The CQEs are left there for the serving loop.
  */
-static int ring_register_all(struct ring_worker *rw)
+/* Which of this worker's entries a registration phase covers. */
+static bool ent_in_phase(const struct ring_queue *q, unsigned int e, enum uring_setup_phase phase)
+{
+	bool key = q->qid == 0, first = key && q->owner && e == 0;
+
+	switch (phase) {
+	case SETUP_REGISTER_MOST:
+		return !key;
+	case SETUP_REGISTER_KEY:
+		return first;
+	case SETUP_REGISTER_REST:
+		return key && !first;
+	case SETUP_BUILDING:
+	case SETUP_SERVE:
+	case SETUP_ABANDON:
+		break;
+	}
+	return false;
+}
+
+/*
+ * Register the entries of one phase.  A REGISTER that fails does so during
+ * submission and posts its CQE at once; one that succeeds posts nothing
+ * until a request arrives.  So after submitting, any error is already in
+ * the CQ.  The CQEs stay there for the serving loop.
+ */
+static int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head;
-	int ret = 0;
+	int ret;
 
 	for (unsigned int i = 0; i < rw->nqueues; i++) {
-		for (unsigned int e = 0; e < rw->u->depth; e++)
-			ring_ent_register(rw, &rw->queues[i].ents[e]);
+		struct ring_queue *q = &rw->queues[i];
+
+		for (unsigned int e = 0; e < q->nents; e++) {
+			if (!ent_in_phase(q, e, phase))
+				continue;
+			ring_ent_register(rw, &q->ents[e]);
+			rw->live_ents++;
+		}
 	}
-	rw->live_ents = rw->nqueues * rw->u->depth;
-	ring_event_arm(rw);
+	if (phase == SETUP_REGISTER_MOST)
+		ring_event_arm(rw);
 	ret = io_uring_submit(&rw->ring);
 	if (ret < 0)
 		return ret;
@@ -433,7 +487,8 @@ static int uring_force_dev_fallback(int fuse_fd)
 	if (ret >= 0) {
 		ret = io_uring_wait_cqe(&ring, &cqe);
 		if (!ret) {
-			ret = cqe->res == -EINVAL ? 0 : -EPROTO;
+			/* EOPNOTSUPP: a REGISTER of ours already failed and did the same. */
+			ret = cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP ? 0 : -EPROTO;
 			io_uring_cqe_seen(&ring, cqe);
 		}
 	}
@@ -441,25 +496,23 @@ static int uring_force_dev_fallback(int fuse_fd)
 	return ret;
 }
 
-static void setup_report(struct ufs_uring *u, enum uring_setup_phase done, int error)
+static void setup_report(struct ufs_uring *u, int error)
 {
 	pthread_mutex_lock(&u->lock);
 	if (error && !u->error)
 		u->error = error;
-	if (done == SETUP_BUILDING)
-		u->built++;
-	else
-		u->registered++;
+	u->reported++;
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 }
 
-static enum uring_setup_phase setup_wait_phase(struct ufs_uring *u)
+/* Wait for the phase after done; every worker reports each phase it was given. */
+static enum uring_setup_phase setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done)
 {
 	enum uring_setup_phase phase;
 
 	pthread_mutex_lock(&u->lock);
-	while (u->phase == SETUP_BUILDING)
+	while (u->phase == done)
 		pthread_cond_wait(&u->cond, &u->lock);
 	phase = u->phase;
 	pthread_mutex_unlock(&u->lock);
@@ -476,6 +529,10 @@ void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t
 	struct ufs_uring_cmd_req *cmd;
 	struct io_uring_sqe *sqe;
 
+	if (ent->held) {
+		__atomic_sub_fetch(&ent->q->owner_q->held, 1, __ATOMIC_RELAXED);
+		ent->held = false;
+	}
 	/* No-reply requests are committed too, or their caller waits forever. */
 	if (ent->req.noreply) {
 		error = 0;
@@ -496,51 +553,24 @@ void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t
 
 /*
  * A request on ent will hold it for a long time (a lock wait).  The kernel
- * only gives a queue's requests to its idle entries, so with few entries the
- * process that would release the lock could find none.  Add an entry to the
- * queue instead.  This REGISTER goes to a live ring, where a failure would
- * disable io_uring: it carries exactly the arguments the start-up ones did,
- * already accepted by the kernel.
+ * gives a queue's requests only to its idle entries, so if waits held them
+ * all, the process that would end the waits could never be served.  Keep
+ * one entry of every queue free: a wait that would take the last one fails
+ * with ENOLCK.  The hold ends with the request's commit.
  */
-static void ring_hold(struct ufs_req *req)
+static int ring_hold(struct ufs_req *req)
 {
-	struct ring_ent *held = ring_req_to_ent(req);
-	struct ring_queue *q = held->q;
-	struct ring_worker *rw = q->rw;
-	struct ring_spare *sp;
+	struct ring_ent *ent = ring_req_to_ent(req);
+	struct ring_queue *q = ent->q->owner_q;
 
-	if (ufs_this_ring_worker != rw)
-		return;
-	if (q->nspares >= RING_SPARE_MAX) {
-		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u has %u lock waits: no more spare entries",
-			     q->qid, q->nspares);
-		return;
+	if (__atomic_add_fetch(&q->held, 1, __ATOMIC_RELAXED) >= (int)q->total_ents) {
+		__atomic_sub_fetch(&q->held, 1, __ATOMIC_RELAXED);
+		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u: every entry but one holds a wait: "
+			     "SETLKW answers ENOLCK (raise queue_depth)", q->qid);
+		return -ENOLCK;
 	}
-	sp = calloc(1, sizeof(*sp));
-	if (!sp)
-		return;
-	sp->ent = (struct ring_ent){
-		.q = q,
-		.hdr = &sp->hdr,
-		.iov = { { .iov_base = &sp->hdr, .iov_len = sizeof(sp->hdr) } },
-		.req = { .xops = &ufs_ring_ops, .worker = rw->w },
-	};
-	if (!rw->u->bufpool) {
-		sp->ent.payload = map_anon(rw->u->max_payload);
-		if (!sp->ent.payload) {
-			free(sp);
-			return;
-		}
-		sp->ent.iov[1].iov_base = sp->ent.payload;
-		sp->ent.iov[1].iov_len = rw->u->max_payload;
-	}
-	sp->ent.idx = rw->next_idx++;
-	sp->ent.slot = q->zero_copy ? sp->ent.idx + 1 : 0;
-	sp->next = q->spares;
-	q->spares = sp;
-	q->nspares++;
-	ring_ent_register(rw, &sp->ent);
-	rw->live_ents++;
+	ent->held = true;
+	return 0;
 }
 
 /* The transport's reply: commit now on the worker's thread, else hand it over. */
@@ -581,7 +611,8 @@ static void ring_remote_drain(struct ring_worker *rw)
 	while (ent) {
 		struct ring_ent *next = ent->remote_next;
 
-		ring_commit(rw, ent, ent->remote_error, ent->remote_len);
+		if (!ring_zc_reply(rw, ent, ent->remote_error, ent->remote_len))
+			ring_commit(rw, ent, ent->remote_error, ent->remote_len);
 		ent = next;
 	}
 }
@@ -606,6 +637,10 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 	struct ufs_msg msg;
 
 	ent->state = RING_ENT_SERVING;
+	/* Nothing of the entry's previous request may leak into an early commit. */
+	ent->req.noreply = false;
+	ent->req.zero_copy = false;
+	ent->zc_in_slot = false;
 	ufs_stat_add(&rw->w->stats.requests_ring, 1);
 	if (u->bufpool) {
 		/* offset is only meaningful when a buffer was assigned; it never is out of range. */
@@ -670,11 +705,19 @@ static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int 
 	 * error; -ECANCELED: the ring is going away.  Anything else is a
 	 * commit the kernel refused, and the entry is gone all the same.
 	 */
-	if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED)
-		ufs_log_once(UFS_LOG_ERR, "io_uring: qid=%u command failed: %s", ent->q->qid,
-			     strerror(-res));
 	ent->state = RING_ENT_DEAD;
 	rw->live_ents--;
+	/*
+	 * Anything else means the kernel refused a commit (-EOPNOTSUPP after a
+	 * failed REGISTER, -EINVAL, -ENOENT, -EIO): the entry is gone and its
+	 * queue shrinks for good.  A queue without entries wedges every
+	 * process on its CPU, so the connection must end.
+	 */
+	if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED) {
+		ufs_err("io_uring: qid=%u: the kernel refused a command: %s", ent->q->qid,
+			strerror(-res));
+		ufs_daemon_fatal(rw->u->d, res);
+	}
 }
 
 static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
@@ -691,7 +734,8 @@ static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
 		break;
 	case RING_TAG_EVENT:
 		ring_remote_drain(rw);
-		if (cqe->res >= 0 && !__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
+		/* Re-armed whatever the result: replies from other threads depend on it. */
+		if (!__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
 			ring_event_arm(rw);
 		break;
 	case RING_TAG_SLOT:
@@ -719,6 +763,7 @@ static int ring_serve(struct ring_worker *rw)
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
 			ufs_err("worker %u: io_uring_enter: %s", rw->w->id, strerror(-ret));
+			ufs_daemon_fatal(rw->u->d, ret);
 			return ret;
 		}
 		io_uring_for_each_cqe(&rw->ring, head, cqe) {
@@ -737,18 +782,21 @@ static void *ring_worker_main(void *arg)
 {
 	struct ring_worker *rw = arg;
 	struct ufs_uring *u = rw->u;
+	enum uring_setup_phase phase = SETUP_BUILDING;
 	int ret;
 
 	ufs_this_ring_worker = rw;
 	ufs_worker_thread_setup(rw->w, "ring");
 	ret = ring_build(rw);
-	setup_report(u, SETUP_BUILDING, ret);
-	if (ret || setup_wait_phase(u) != SETUP_REGISTER)
-		goto out_quiet;
-	ret = ring_register_all(rw);
-	setup_report(u, SETUP_REGISTER, ret);
-	if (ret || u->error)
-		goto out_quiet;
+	setup_report(u, ret);
+	for (;;) {
+		phase = setup_wait_phase(u, phase);
+		if (phase == SETUP_SERVE)
+			break;
+		if (phase == SETUP_ABANDON)
+			goto out_quiet;
+		setup_report(u, ring_register_phase(rw, phase));
+	}
 	ret = ring_serve(rw);
 	ufs_daemon_worker_exited(u->d, ret);
 	return NULL;
@@ -777,15 +825,19 @@ static int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out)
 	u->d = d;
 	u->nr_queues = ncpus;
 	u->depth = d->cfg.queue_depth;
-	u->pool_bufs = d->cfg.bufpool_buffers ? d->cfg.bufpool_buffers : d->cfg.queue_depth;
+	/* A buffer for every entry the queue has, or requests could wait for one. */
+	u->pool_bufs = d->cfg.bufpool_buffers ? d->cfg.bufpool_buffers :
+						d->cfg.queue_depth + RING_RESERVE;
 	u->max_payload = d->conn.max_payload;
 	u->bufpool = d->conn.uring_bufpool;
 	u->zc_wanted = u->bufpool && d->cfg.zero_copy != UFS_SWITCH_OFF;
-	/* A queue belongs to one ring: more workers than queues would idle. */
-	u->nrws = d->nworkers < u->nr_queues ? d->nworkers : u->nr_queues;
-	if (u->nrws < d->nworkers)
-		ufs_info("io_uring: %u queues (possible CPUs): using %u workers, not %u",
-			 u->nr_queues, u->nrws, d->nworkers);
+	/* More workers than queues share queues; no more than one entry each, though. */
+	u->nrws = d->nworkers;
+	if (u->nrws > u->nr_queues * u->depth) {
+		u->nrws = u->nr_queues * u->depth;
+		ufs_info("io_uring: %u queues of %u entries: using %u workers, not %u",
+			 u->nr_queues, u->depth, u->nrws, d->nworkers);
+	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	u->rws = calloc(u->nrws, sizeof(*u->rws));
@@ -797,10 +849,16 @@ static int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out)
 	return 0;
 }
 
-/* Queue q goes to worker q % W. */
+/*
+ * Queue q goes to worker q % W.  With more workers than queues, worker w
+ * serves queue w % Q together with the other workers of that queue, and
+ * the queue's entries are split among them.
+ */
 static int uring_assign_queues(struct ufs_uring *u)
 {
-	for (unsigned int i = 0; i < u->nrws; i++) {
+	unsigned int W = u->nrws, Q = u->nr_queues;
+
+	for (unsigned int i = 0; i < W; i++) {
 		struct ring_worker *rw = &u->rws[i];
 
 		rw->u = u;
@@ -809,21 +867,48 @@ static int uring_assign_queues(struct ufs_uring *u)
 		rw->event_fd = -1;
 		rw->bounce_fd = -1;
 		pthread_mutex_init(&rw->remote_lock, NULL);
-		rw->nqueues = (u->nr_queues - i + u->nrws - 1) / u->nrws;
+		rw->nqueues = W <= Q ? (Q - i + W - 1) / W : 1;
 		rw->queues = calloc(rw->nqueues, sizeof(*rw->queues));
 		if (!rw->queues)
 			return -ENOMEM;
 		for (unsigned int k = 0; k < rw->nqueues; k++) {
 			struct ring_queue *q = &rw->queues[k];
+			unsigned int sharers = 1, nth = 0;
 
-			q->qid = i + k * u->nrws;
+			q->qid = W <= Q ? i + k * W : i % Q;
+			if (W > Q) {
+				sharers = (W - q->qid + Q - 1) / Q;
+				nth = i / Q;
+			}
 			q->rw = rw;
-			q->ents = calloc(u->depth, sizeof(*q->ents));
+			q->owner = nth == 0;
+			q->owner_q = q;
+			q->total_ents = u->depth + RING_RESERVE;
+			/* The owner takes the reserve entries. */
+			q->nents = u->depth / sharers + (nth < u->depth % sharers) +
+				   (q->owner ? RING_RESERVE : 0);
+			q->ents = calloc(q->nents, sizeof(*q->ents));
 			if (!q->ents)
 				return -ENOMEM;
 		}
 	}
 	return 0;
+}
+
+/* After the build: shares of a queue take the owner's pool and zero-copy state. */
+static void uring_share_queues(struct ufs_uring *u)
+{
+	for (unsigned int i = 0; i < u->nrws; i++) {
+		struct ring_queue *q = &u->rws[i].queues[0];
+		struct ring_queue *owner = &u->rws[q->qid].queues[0];
+
+		if (q->owner)
+			continue;
+		q->owner_q = owner;
+		q->pool = owner->pool;
+		q->pool_len = owner->pool_len;
+		q->zero_copy = owner->zero_copy;
+	}
 }
 
 static void ring_worker_free(struct ring_worker *rw)
@@ -840,15 +925,7 @@ static void ring_worker_free(struct ring_worker *rw)
 	for (unsigned int k = 0; k < rw->nqueues; k++) {
 		struct ring_queue *q = &rw->queues[k];
 
-		while (q->spares) {
-			struct ring_spare *sp = q->spares;
-
-			q->spares = sp->next;
-			if (sp->ent.payload)
-				munmap(sp->ent.payload, rw->u->max_payload);
-			free(sp);
-		}
-		if (q->pool)
+		if (q->pool && q->owner)
 			munmap(q->pool, q->pool_len);
 		free(q->ents);
 	}
@@ -942,7 +1019,7 @@ static int uring_zero_copy_state(struct ufs_uring *u)
 
 	for (unsigned int i = 0; i < u->nrws; i++) {
 		for (unsigned int k = 0; k < u->rws[i].nqueues; k++)
-			on += u->rws[i].queues[k].zero_copy;
+			on += u->rws[i].queues[k].owner && u->rws[i].queues[k].zero_copy;
 	}
 	if (!u->zc_wanted)
 		d->zero_copy_state = "off";
@@ -980,6 +1057,36 @@ static int uring_abandon(struct ufs_uring *u)
 	return ret ? ret : -EAGAIN;
 }
 
+/* Move every worker to phase and wait for their reports; returns the first error. */
+static int setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase)
+{
+	unsigned int workers = started_workers(u);
+	int error;
+
+	pthread_mutex_lock(&u->lock);
+	u->phase = phase;
+	u->reported = 0;
+	pthread_cond_broadcast(&u->cond);
+	while (u->reported < workers)
+		pthread_cond_wait(&u->cond, &u->lock);
+	error = u->error;
+	pthread_mutex_unlock(&u->lock);
+	return error;
+}
+
+static void describe_transport(struct ufs_daemon *d, struct ufs_uring *u, bool uring)
+{
+	d->transport = uring ? UFS_TRANSPORT_URING : UFS_TRANSPORT_DEV;
+	d->nworkers = uring ? u->nrws : d->workers_alloc;
+	d->queue_mode = !uring ? "-" : u->bufpool ? "bufpool" : "per-entry";
+}
+
+/*
+ * Build the rings and register every entry, in the order that keeps a
+ * failure harmless for as long as possible (see enum uring_setup_phase).
+ * Returns 0 serving, -EAGAIN if the kernel now serves /dev/fuse instead,
+ * or another error: then the connection may be wedged and must end.
+ */
 int ufs_uring_start(struct ufs_daemon *d)
 {
 	struct ufs_uring *u;
@@ -994,34 +1101,36 @@ int ufs_uring_start(struct ufs_daemon *d)
 	ret = uring_assign_queues(u);
 	if (!ret)
 		ret = uring_spawn(u);
-	setup_wait_count(u, &u->built, started_workers(u));
-	if (!ret && !u->error)
+	setup_wait_count(u, &u->reported, started_workers(u));
+	if (!ret && !u->error) {
+		uring_share_queues(u);
 		ret = uring_zero_copy_state(u);
+	}
 	if (ret || u->error)
 		return uring_abandon(u);
 
-	/* Requests may flow as soon as the last queue registers: describe the transport first. */
-	d->transport = UFS_TRANSPORT_URING;
-	d->nworkers = u->nrws;
-	d->queue_mode = u->bufpool ? "bufpool" : "per-entry";
-	setup_set_phase(u, SETUP_REGISTER);
-	setup_wait_count(u, &u->registered, started_workers(u));
-	if (u->error) {
-		/*
-		 * A REGISTER failed: before the ring was ready the kernel now
-		 * serves /dev/fuse.  Workers that registered saw u->error and
-		 * left; closing their rings cancels their entries.
-		 */
+	/* Requests may flow as soon as the key queue registers: describe the transport first. */
+	describe_transport(d, u, true);
+	if (setup_run_phase(u, SETUP_REGISTER_MOST) || setup_run_phase(u, SETUP_REGISTER_KEY)) {
+		/* The ring never became ready: the kernel can still serve /dev/fuse. */
+		describe_transport(d, u, false);
+		return uring_abandon(u);
+	}
+	ret = setup_run_phase(u, SETUP_REGISTER_REST);
+	if (ret) {
+		ufs_err("io_uring: a REGISTER failed on the ready ring (%s): the connection "
+			"cannot be served and must end", strerror(-ret));
+		setup_set_phase(u, SETUP_ABANDON);
 		uring_join(u);
 		uring_free(u);
-		d->transport = UFS_TRANSPORT_DEV;
-		d->nworkers = d->workers_alloc;
-		d->queue_mode = "-";
-		return -EAGAIN;
+		describe_transport(d, u, false);
+		return -EIO;
 	}
+	setup_set_phase(u, SETUP_SERVE);
 	d->uring = u;
-	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u queue_mode=%s "
-		 "payload=%zu", u->nr_queues, u->nrws, u->depth, d->queue_mode, u->max_payload);
+	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
+		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE, d->queue_mode,
+		 u->max_payload);
 	return 0;
 }
 

@@ -16,8 +16,12 @@
 #include "fuse_abi.h"
 #include "req.h"
 
-/* Spare entries a queue may add while others wait on locks. */
-#define RING_SPARE_MAX 64
+/*
+ * Entries a queue has beyond queue_depth, for requests that wait long (lock
+ * waits): registered at start-up with the others, since a REGISTER on a
+ * ready ring that failed would wedge the connection.
+ */
+#define RING_RESERVE 2
 
 /* user_data: a pointer (8-byte aligned) with what it points to in the low bits. */
 enum ring_tag {
@@ -52,28 +56,30 @@ struct ring_ent {
 	bool zc_in_slot;			/* the reply's bytes are in the slot already */
 	bool zc_bounced;			/* the write's bytes are in the bounce region */
 	size_t zc_len;				/* reply length held back for the slot move */
+	bool held;				/* a long wait holds it (ring_hold) */
 	/* a reply handed over by another thread; protected by rw->remote_lock */
 	struct ring_ent *remote_next;
 	int remote_error;
 	size_t remote_len;
 };
 
+/*
+ * A worker's share of one kernel queue.  With more workers than queues,
+ * several workers serve one queue, each with some of its entries; the first
+ * (the owner) adds the queue and its buffer pool, the others use both.
+ */
 struct ring_queue {
 	uint16_t qid;				/* = the kernel's CPU number */
 	struct ring_worker *rw;			/* back pointer */
+	bool owner;				/* adds the queue and owns the pool */
 	uint8_t *pool;				/* buffer pool (bufpool mode) */
 	size_t pool_len;
+	unsigned int nents;			/* this worker's entries of the queue */
 	struct ring_ent *ents;
-	struct ring_spare *spares;		/* entries added for lock waits */
-	unsigned int nspares;
 	bool zero_copy;				/* added with FUSE_URING_ZERO_COPY */
-};
-
-/* An entry added after start-up, with memory of its own. */
-struct ring_spare {
-	struct ring_ent ent;
-	struct ring_spare *next;
-	struct ufs_uring_req_header hdr;
+	struct ring_queue *owner_q;		/* the owner's share, which counts holds */
+	unsigned int total_ents;		/* the queue's entries over all shares */
+	int held;				/* owner only: entries held by waits; atomic */
 };
 
 struct ring_worker {
@@ -101,6 +107,7 @@ struct ring_worker {
 	/* fields below are owned by the worker thread */
 	unsigned int live_ents;			/* entries the kernel may still complete */
 	unsigned int ios_inflight;
+	struct io_uring_sqe *last_sqe;		/* the one ring_get_sqe() gave out last */
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;
 	/* replies and copy cancels from other threads */
@@ -116,10 +123,20 @@ struct ring_cancel {
 	uint64_t unique;
 };
 
+/*
+ * The start-up handshake between ufs_uring_start() and the workers.  The
+ * ring becomes ready when the last queue gets its first entry; a REGISTER
+ * failing before that only sends the connection back to /dev/fuse, one
+ * failing after it wedges the connection (kernel-fuse-uring.md 1.3).  So
+ * the key queue (qid 0) is registered last, one entry first.
+ */
 enum uring_setup_phase {
 	SETUP_BUILDING,		/* workers build rings, buffers, queues */
-	SETUP_REGISTER,		/* every worker built: register */
-	SETUP_ABANDON,		/* someone failed: register nothing */
+	SETUP_REGISTER_MOST,	/* register every entry but the key queue's */
+	SETUP_REGISTER_KEY,	/* register one entry of the key queue: the ring is ready */
+	SETUP_REGISTER_REST,	/* register the key queue's other entries, on a ready ring */
+	SETUP_SERVE,		/* every entry registered: serve */
+	SETUP_ABANDON,		/* someone failed: stop */
 };
 
 struct ufs_uring {
@@ -137,9 +154,8 @@ struct ufs_uring {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	enum uring_setup_phase phase;
-	unsigned int built, registered;
+	unsigned int reported;			/* workers done with the current phase */
 	int error;
-	bool registered_any;
 };
 
 extern const struct ufs_transport_ops ufs_ring_ops;
@@ -162,6 +178,7 @@ static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring
 
 /* uring.c */
 struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw);
+struct io_uring_sqe *ring_last_sqe(struct ring_worker *rw);
 void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
 
 /* uring_io.c */

@@ -16,7 +16,8 @@
  *
  * Data the file system handles in memory bounces through the worker's
  * memory file: a backing file opened O_DIRECT (its alignment rules are not
- * the client's pages') and files without a descriptor (the control file).
+ * the client's pages') and, for READ, files without a descriptor (the
+ * read-only control file).
  * READ puts the bytes in the entry's bounce region (a read of the backing
  * file, or the handler's own copy) and one READ_FIXED from the memory file
  * moves them into the slot; WRITE moves the slot into the region with one
@@ -51,7 +52,8 @@ static void prep_copy_file_range(struct io_uring_sqe *sqe, const struct ufs_io *
 	sqe->splice_fd_in = io->fd_in;
 	sqe->splice_off_in = io->off_in + io->done_bytes;
 	sqe->len = ufs_copy_next_len(io);
-	sqe->splice_flags = io->mode;
+	/* copy_file_range(2) takes no flags; splice_flags is SPLICE_F_FD_IN_FIXED's field. */
+	sqe->splice_flags = 0;
 }
 
 /* The bounced WRITE's first step: the client's pages into the bounce region. */
@@ -161,6 +163,10 @@ void ring_io_submit(struct ufs_req *req)
 			req->io.done(req, -ENOMEM);
 			return;
 		}
+		if (ufs_copy_cancelled(req)) {
+			ufs_copy_finish(req, 0);	/* interrupted before it started */
+			return;
+		}
 	}
 	/* A bounced WRITE writes the backing file from the bounce region. */
 	if (req->zero_copy && req->io.op == UFS_IO_WRITE && req->io.bounce)
@@ -225,8 +231,9 @@ void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res)
 		return;
 	}
 	if (res == -EAGAIN) {
-		/* Short of resources in the kernel: try again. */
+		/* A file that would block: retry from io-wq, where it may. */
 		ring_io_prep(rw, req);
+		io_uring_sqe_set_flags(ring_last_sqe(rw), IOSQE_ASYNC);
 		return;
 	}
 	if (!ufs_io_progress(io, res, &result)) {

@@ -40,6 +40,17 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role)
 	return 0;
 }
 
+void ufs_daemon_fatal(struct ufs_daemon *d, int error)
+{
+	uint64_t one = 1;
+
+	__atomic_compare_exchange_n(&d->fatal, &(int){ 0 }, error ? error : -EIO, false,
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	if (write(d->event_fd, &one, sizeof(one)) < 0) {
+		/* The counter is at its limit: the main loop is awake anyway. */
+	}
+}
+
 void ufs_daemon_worker_exited(struct ufs_daemon *d, int error)
 {
 	uint64_t one = 1;

@@ -204,3 +204,38 @@ def lock(fd, cmd, ltype, start=0, length=0, whence=os.SEEK_SET):
     fl = Flock(ltype, whence, start, length, 0)
     _check(libc.fcntl(fd, cmd, ctypes.byref(fl)), 'fcntl')
     return (fl.l_type, fl.l_whence, fl.l_start, fl.l_len, fl.l_pid)
+
+
+# --- added for t_confine: file handles --------------------------------------
+
+MAX_HANDLE_SZ = 128
+AT_EMPTY_PATH = 0x1000
+
+
+class _FileHandle(ctypes.Structure):
+    _fields_ = [('handle_bytes', ctypes.c_uint), ('handle_type', ctypes.c_int),
+                ('f_handle', ctypes.c_ubyte * MAX_HANDLE_SZ)]
+
+
+libc.name_to_handle_at.argtypes = [ctypes.c_int, ctypes.c_char_p,
+                                   ctypes.POINTER(_FileHandle),
+                                   ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+libc.open_by_handle_at.argtypes = [ctypes.c_int, ctypes.POINTER(_FileHandle), ctypes.c_int]
+
+
+def name_to_handle_at(path, flags=0, dirfd=AT_FDCWD):
+    """name_to_handle_at(2): returns (handle_type, handle bytes, mount id)."""
+    fh = _FileHandle(MAX_HANDLE_SZ, 0)
+    mount_id = ctypes.c_int(0)
+    _check(libc.name_to_handle_at(dirfd, _path(path), ctypes.byref(fh),
+                                  ctypes.byref(mount_id), flags), path)
+    return fh.handle_type, bytes(fh.f_handle[:fh.handle_bytes]), mount_id.value
+
+
+def open_by_handle_at(mount_fd, handle, flags):
+    """open_by_handle_at(2) with a handle from name_to_handle_at(); a descriptor."""
+    handle_type, data, _ = handle
+    fh = _FileHandle(len(data), handle_type)
+    ctypes.memmove(fh.f_handle, data, len(data))
+    return _check(libc.open_by_handle_at(mount_fd, ctypes.byref(fh), flags),
+                  'open_by_handle_at')

@@ -5,6 +5,9 @@
 # Makefile.am orders this after the io_uring runs, since the switch is global.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+
+# The million-file lookup runs once, in uring.sh; here 50,000 (still over RLIMIT_NOFILE).
+export UFS_LIMITS_FILES=${UFS_LIMITS_FILES:-50000}
 param=/sys/module/fuse/parameters/enable_uring
 
 if [[ ! -w $param ]]; then

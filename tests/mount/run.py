@@ -129,12 +129,13 @@ def load_modules(names):
     return modules
 
 
-def plan(modules, pattern):
+def plan(modules, pattern, skip=()):
     """[(module name, [cases], [shared opts keys in first-use order])]"""
     result = []
     for mod in modules:
         cases = [c for c in ufs.CASES if c.module == mod.__name__
-                 and (not pattern or pattern in f'{c.module}: {c.name}')]
+                 and (not pattern or pattern in f'{c.module}: {c.name}')
+                 and not any(s in f'{c.module}: {c.name}' for s in skip)]
         keys = list(dict.fromkeys(c.opts for c in cases if c.mount))
         if cases:
             result.append((mod.__name__, cases, keys))
@@ -204,12 +205,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     ap.add_argument('--variant', help=f'one of {", ".join(sorted(ufs.VARIANTS))}')
     ap.add_argument('-k', dest='pattern', help='run only cases whose name contains this')
+    ap.add_argument('--skip', action='append', default=[],
+                    help='leave out cases whose name contains this (repeatable)')
     ap.add_argument('--list', action='store_true', help='list the cases and exit')
     ap.add_argument('modules', nargs='*')
     args = ap.parse_args()
 
     cfg = ufs.configure(args.variant)
-    todo = plan(load_modules(args.modules), args.pattern)
+    todo = plan(load_modules(args.modules), args.pattern, args.skip)
     if args.list:
         for module, cases, _ in todo:
             for c in cases:

@@ -269,7 +269,7 @@ def daemon_pids(mnt):
                 args = f.read().split(b'\0')
         except OSError:
             continue
-        if args and os.path.basename(args[0]).startswith(b'uringfs') and mnt.encode() in args:
+        if any(os.path.basename(a).startswith(b'uringfs') for a in args) and mnt.encode() in args:
             pids.append(int(pid))
     return pids
 

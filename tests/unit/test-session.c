@@ -10,6 +10,8 @@
 #include "session.h"
 #include "tap.h"
 
+static const struct ufs_init_limits lim4k = { .page_size = 4096, .max_pages_limit = 256 };
+
 static struct fuse_init_in offer(uint32_t minor, uint64_t flags)
 {
 	struct fuse_init_in in = {
@@ -38,7 +40,7 @@ static void test_defaults_618(void)
 	struct ufs_conn conn;
 
 	ufs_config_defaults(&cfg);
-	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), 0, "6.18: accepted");
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn), 0, "6.18: accepted");
 	is_int(out.minor, 46, "6.18: we announce 7.46");
 	is_int(conn.minor, 45, "6.18: connection speaks 7.45");
 	ok(conn.flags & FUSE_INIT_EXT, "6.18: FUSE_INIT_EXT set for flags2");
@@ -55,7 +57,7 @@ static void test_defaults_618(void)
 	is_int(out.max_pages, 256, "max_pages 256");
 	is_int(conn.max_payload, 1 << 20, "io_uring payload = max_write");
 
-	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, false, &out, &conn), 0, "no rings: ok");
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn), 0, "no rings: ok");
 	ok(!(out.flags2 & (FUSE_OVER_IO_URING >> 32)), "no rings: io_uring declined");
 	ok(conn.uring_off_reason != NULL, "no rings: a reason is given");
 }
@@ -68,7 +70,7 @@ static void test_73(void)
 	struct ufs_conn conn;
 
 	ufs_config_defaults(&cfg);
-	ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
 	ok(conn.uring_bufpool, "7.3: buffer pools detected from flags2 bit 11");
 	is_int(conn.minor, 46, "7.3: 7.46");
 	ok(!(out.flags2 & (FUSE_HAS_IO_URING_BUFPOOL >> 32)), "7.3: bufpool bit not echoed");
@@ -90,7 +92,7 @@ static void test_config_masks(void)
 	cfg.io_uring = UFS_SWITCH_OFF;
 	cfg.request_timeout = 30;
 	cfg.max_write = 128 << 10;
-	ufs_init_negotiate(&in, sizeof(in), &cfg, false, &out, &conn);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
 	ok(conn.flags & FUSE_POSIX_LOCKS, "posix_locks on: negotiated");
 	ok(!(conn.flags & FUSE_FLOCK_LOCKS), "flock_locks off: not negotiated");
 	ok(conn.flags & FUSE_WRITEBACK_CACHE, "writeback_cache on: negotiated");
@@ -113,21 +115,42 @@ static void test_refusals(void)
 
 	ufs_config_defaults(&cfg);
 	in.major = 8;
-	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), -EPROTO,
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn), -EPROTO,
 	       "major 8 refused");
 	is_int(out.major, 7, "refusal tells the kernel our major");
 	in = offer(20, FUSE_ASYNC_READ);
-	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, true, &out, &conn), -EPROTO,
+	is_int(ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn), -EPROTO,
 	       "7.20 refused");
 
 	/* An old kernel's short fuse_init_in: flags2 must not be read. */
 	in = offer(45, linux_618);
-	ufs_init_negotiate(&in, 16, &cfg, true, &out, &conn);
+	ufs_init_negotiate(&in, 16, &cfg, &lim4k, true, &out, &conn);
 	ok(!(conn.flags >> 32), "short INIT: no flags2 bits used");
+}
+
+/* 64 KiB pages and the kernel's page cap shape max_pages and the payload size. */
+static void test_limits(void)
+{
+	const struct ufs_init_limits lim64k = { .page_size = 65536, .max_pages_limit = 256 };
+	const struct ufs_init_limits capped = { .page_size = 4096, .max_pages_limit = 64 };
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim64k, true, &out, &conn);
+	is_int(out.max_pages, 16, "64K pages: 16 pages per MiB");
+	is_int(conn.max_payload, 1 << 20, "64K pages: payload = max_pages * PAGE_SIZE");
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &capped, true, &out, &conn);
+	is_int(out.max_pages, 64, "max_pages_limit caps max_pages");
+	is_int(out.max_write, 64 * 4096, "max_write follows the cap");
+	is_int(conn.max_payload, 64 * 4096, "payload follows the cap");
 }
 
 int main(void)
 {
+	test_limits();
 	test_defaults_618();
 	test_73();
 	test_config_masks();
