@@ -8,8 +8,10 @@
 #
 #   bench/fio-transports.sh [-t SECONDS] [-s SIZE_PER_JOB] [-c CONFIGS]
 #
-# CONFIGS is a comma list of native,dev,uring (default all three); extra
-# daemon options go in UFS_BENCH_OPTS.
+# CONFIGS is a comma list of native, dev (/dev/fuse), uring (io_uring with
+# the default zero_copy=auto), copy (io_uring, zero_copy=off) and zc
+# (io_uring, zero_copy=on, Linux 7.3); default native,dev,uring.  Extra
+# daemon options (workers=4, backing_direct_io=on) go in UFS_BENCH_OPTS.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 daemon=${UFS_DAEMON:-$top/daemon/uringfs}
@@ -29,6 +31,7 @@ done
 work=$(mktemp -d /tmp/ufs-bench.XXXXXX)
 mnt=$work/mnt
 declare -A mibs
+declare -A zc_opts=([uring]="" [copy]=",zero_copy=off" [zc]=",zero_copy=on")
 
 cleanup() {
 	if mountpoint -q "$mnt"; then
@@ -61,7 +64,7 @@ layout() {
 start_daemon() {
 	mkdir -p "$work/tmpfs/$1" "$mnt"
 	"$daemon" -o "$2${UFS_BENCH_OPTS:+,$UFS_BENCH_OPTS}" "$work/tmpfs/$1" "$mnt"
-	grep -E '^(transport|queue_mode|workers) ' "$mnt/.uringfs" | tr '\n' ' ' >&2
+	grep -E '^(transport|queue_mode|workers|zero_copy) ' "$mnt/.uringfs" | tr '\n' ' ' >&2
 	echo >&2
 }
 
@@ -97,10 +100,10 @@ for config in "${wanted[@]}"; do
 		measure dev "$mnt"
 		stop_daemon
 		;;
-	uring)
+	uring | copy | zc)
 		echo Y >/sys/module/fuse/parameters/enable_uring
-		start_daemon uring io_uring=on
-		measure uring "$mnt"
+		start_daemon "$config" "io_uring=on${zc_opts[$config]}"
+		measure "$config" "$mnt"
 		stop_daemon
 		;;
 	*)
@@ -131,4 +134,11 @@ done
 if [[ -n ${mibs[dev,randread,1m]:-} && -n ${mibs[uring,randread,1m]:-} ]]; then
 	echo
 	echo "uring / dev, 1 MiB random reads: $(ratio "${mibs[uring,randread,1m]}" "${mibs[dev,randread,1m]}")"
+fi
+if [[ -n ${mibs[copy,randread,1m]:-} && -n ${mibs[zc,randread,1m]:-} ]]; then
+	echo
+	for t in "randread 1m" "randwrite 1m" "randread 128k" "randwrite 128k"; do
+		read -r rw bs <<<"$t"
+		echo "zero copy / copy, $rw $bs: $(ratio "${mibs[zc,$rw,$bs]}" "${mibs[copy,$rw,$bs]}")"
+	done
 fi

@@ -31,6 +31,14 @@ void ufs_log_set_target(enum ufs_log_target target)
 	log_target = target;
 }
 
+void ufs_log_reopen(void)
+{
+	if (log_target != UFS_LOG_TARGET_SYSLOG)
+		return;
+	closelog();
+	openlog("uringfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
 bool ufs_log_enabled(enum ufs_log_level level)
 {
 	return level <= ufs_log_get_level();

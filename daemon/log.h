@@ -26,6 +26,8 @@ enum ufs_log_target {
 void ufs_log_set_level(enum ufs_log_level level);
 enum ufs_log_level ufs_log_get_level(void);
 void ufs_log_set_target(enum ufs_log_target target);
+/* SIGHUP: reconnect to syslog (after a syslog daemon restart); a no-op elsewhere. */
+void ufs_log_reopen(void);
 bool ufs_log_enabled(enum ufs_log_level level);
 void ufs_log(enum ufs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

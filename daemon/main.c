@@ -732,6 +732,7 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 				grace_deadline = now_ms() + SHUTDOWN_GRACE_MS;
 				break;
 			case SIGHUP:
+				ufs_log_reopen();
 				reload_log_level(d);
 				break;
 			case SIGUSR1:
