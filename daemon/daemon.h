@@ -37,6 +37,8 @@ struct ufs_daemon {
 	struct ufs_uring *uring;	/* io_uring transport state, or NULL */
 	const char *queue_mode;		/* "per-entry", "bufpool", or "-" on /dev/fuse */
 	const char *zero_copy_state;	/* "on", "eperm", "einval", "off" */
+	unsigned int zc_queues;		/* queues the kernel granted zero copy */
+	unsigned int nr_queues;		/* io_uring queues, 0 on /dev/fuse */
 	const char *cfr_mode;
 	enum ufs_cfr_mode cfr;		/* how copy_file_range runs */
 

@@ -72,6 +72,8 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	fprintf(f, "queue_mode %s\n", d->queue_mode);
 	fprintf(f, "workers %u\n", d->nworkers);
 	fprintf(f, "zero_copy %s\n", d->zero_copy_state);
+	fprintf(f, "queues %u\n", d->nr_queues);
+	fprintf(f, "zero_copy_queues %u\n", d->zc_queues);
 	fprintf(f, "cfr_mode %s\n", d->cfr_mode);
 	fprintf(f, "protocol 7.%u\n", d->conn.minor);
 	put_counters(f, "", &total);

@@ -1028,6 +1028,8 @@ static int uring_zero_copy_state(struct ufs_uring *u)
 	else
 		d->zero_copy_state = u->zc_refused == -EPERM ? "eperm" : "einval";
 	d->fs.zero_copy = on > 0;
+	d->zc_queues = on;
+	d->nr_queues = u->nr_queues;
 	if (!u->zc_wanted && d->cfg.zero_copy != UFS_SWITCH_OFF)
 		ufs_info("zero copy: off (the kernel has no FUSE-over-io_uring buffer pools, Linux 7.3)");
 	else if (on && on == u->nr_queues)

@@ -585,11 +585,15 @@ class Mount:
     pid (the daemon's, None for bind), user (the daemon's user or None).
     """
 
-    def __init__(self, opts=None, user=None, source=None):
+    def __init__(self, opts=None, user=None, source=None, env=None, variant=True):
+        """variant=False: leave out the variant's options and transport check,
+        for cases about choosing the transport."""
         cfg = config()
+        self.env = env or {}
+        self.check_transport = variant
         self.bind = cfg.bind
         self.daemon = cfg.daemon
-        self.opts = join_opts(opts, cfg.opts)
+        self.opts = join_opts(opts, cfg.opts if variant else None)
         self.user = user
         self.base = scratch_dir('m')
         self.src = os.path.realpath(source) if source else os.path.join(self.base, 'src')
@@ -647,7 +651,8 @@ class Mount:
             self._spawn()
         self._wait_mounted()
         self.mounted = True
-        self._check_transport()
+        if self.check_transport:
+            self._check_transport()
 
     @property
     def src_given(self):
@@ -655,11 +660,11 @@ class Mount:
 
     def _user_kwargs(self):
         if not self.user:
-            return {}
+            return {'env': dict(os.environ, **self.env)} if self.env else {}
         uid, gid, _ = _user_ids(self.user, None)
         home = pwd.getpwuid(uid).pw_dir
         return {'user': uid, 'group': gid, 'extra_groups': [],
-                'env': dict(os.environ, HOME=home, USER=pwd.getpwuid(uid).pw_name)}
+                'env': dict(os.environ, HOME=home, USER=pwd.getpwuid(uid).pw_name, **self.env)}
 
     def _spawn(self):
         if not os.access(self.daemon, os.X_OK):

@@ -84,19 +84,22 @@ def sigterm_with_open_file():
                 os.close(fd)
 
 
-def start_fails(args, what):
-    """The daemon started with args must exit non-zero with a message, unmounted."""
+def start_fails(args, what, env=None):
+    """The daemon started with args must exit non-zero with a message, unmounted.
+    Returns its stderr."""
     ufs.require_daemon()
     mnt = f'{ufs.scratch_dir("fail")}/mnt'
     os.mkdir(mnt)
     proc = subprocess.Popen([ufs.config().daemon, '-f'] + args + [mnt], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=dict(os.environ, **env) if env else None)
     try:
+        # A failure found in INIT comes after the mount: the daemon must take it down.
         deadline = time.monotonic() + ufs.EXIT_TIMEOUT
-        while proc.poll() is None and time.monotonic() < deadline and not ufs.mount_entry(mnt):
+        while proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        check(not ufs.mount_entry(mnt), f'{what}: the daemon mounted anyway')
         check(proc.poll() is not None, f'{what}: the daemon is still running')
+        check(not ufs.mount_entry(mnt), f'{what}: the daemon left its mount behind')
     finally:
         if ufs.mount_entry(mnt):
             subprocess.run(['fusermount3', '-u', '-z', mnt])
@@ -104,6 +107,7 @@ def start_fails(args, what):
         stderr = proc.communicate()[1]
     check(proc.returncode != 0, f'{what}: exit status 0')
     check(stderr.strip(), f'{what}: no error message on stderr')
+    return stderr.decode(errors='replace')
 
 
 @case(mount=False)
@@ -302,3 +306,91 @@ def detached_daemon():
             subprocess.run(['fusermount3', '-u', '-z', mnt])
         for pid in daemon_pids(mnt):
             os.kill(pid, signal.SIGKILL)
+
+
+@case(mount=False)
+def sigusr1_logs_counters():
+    """SIGUSR1 writes the counters to the log and the mount serves on."""
+    ufs.require_daemon()
+    with ufs.Mount() as m:
+        ufs.write_file(f'{m.mnt}/f', b'counted')
+        os.kill(m.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        while 'op_write' not in m.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        log = m.log_text()
+        check('op_write' in log and 'transport' in log,
+              'SIGUSR1 did not log the counters' + m.log_tail())
+        check_eq(ufs.read_file(f'{m.mnt}/f'), b'counted', 'read after SIGUSR1')
+
+
+# -- io_uring that cannot be set up
+
+
+def uring_enabled():
+    try:
+        with open('/sys/module/fuse/parameters/enable_uring') as f:
+            return f.read().strip() == 'Y'
+    except OSError:
+        return False
+
+
+_shim = None
+
+
+def ringfail_env(mode):
+    """Environment that preloads tests/mount/shim/ringfail.c: see its comment."""
+    global _shim
+    if _shim is None:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'shim', 'ringfail.c')
+        _shim = os.path.join(ufs.run_dir(), 'ringfail.so')
+        subprocess.run([os.environ.get('CC', 'cc'), '-shared', '-fPIC', '-o', _shim, src,
+                        '-ldl'], check=True)
+    # An ASan daemon insists on its runtime coming first; the shim uses none of it.
+    asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
+    return {'LD_PRELOAD': _shim, 'UFS_RINGFAIL': mode, 'ASAN_OPTIONS': asan}
+
+
+@case(mount=False)
+def ring_setup_failure_serves_dev():
+    """io_uring=auto: when the workers' rings cannot be created after INIT
+    asked for io_uring, the kernel is handed back /dev/fuse, the log says so
+    and every request is served there."""
+    ufs.require_daemon()
+    if not uring_enabled():
+        raise ufs.Skip('FUSE-over-io_uring is off (enable_uring=N)')
+    with ufs.Mount(opts='io_uring=auto', env=ringfail_env('workers'),
+                   variant=False) as m:
+        stats = m.stats()
+        check_eq(stats['transport'], 'dev', 'transport after a failed ring set-up')
+        check('setup-failed' in m.log_text(), 'the log does not say why' + m.log_tail())
+        data = ufs.pattern(3 << 20)
+        ufs.write_file(f'{m.mnt}/f', data)
+        check_eq(ufs.read_file(f'{m.mnt}/f'), data, 'data over the fallback')
+        check_eq(m.stats()['requests_ring'], 0, 'requests over the ring')
+
+
+@case(mount=False)
+def no_io_uring_serves_dev():
+    """io_uring=auto where io_uring cannot be used at all (enable_uring=N, or
+    io_uring_setup refused): /dev/fuse, with the reason in the log."""
+    ufs.require_daemon()
+    env = None if not uring_enabled() else ringfail_env('all')
+    with ufs.Mount(opts='io_uring=auto', env=env, variant=False) as m:
+        check_eq(m.stats()['transport'], 'dev', 'transport')
+        check('io_uring=off:' in m.log_text(), 'the log does not say why' + m.log_tail())
+        ufs.write_file(f'{m.mnt}/f', b'dev')
+        check_eq(ufs.read_file(f'{m.mnt}/f'), b'dev', 'data over /dev/fuse')
+
+
+@case(mount=False)
+def io_uring_on_without_io_uring_fails():
+    """io_uring=on is a promise: where the ring cannot be had (enable_uring=N,
+    io_uring_setup refused, worker rings failing) the daemon exits with one
+    line naming the reason and leaves no mount behind."""
+    src = ufs.scratch_dir('src')
+    cases = [('all', None)] if not uring_enabled() else [('all', 'all'), ('workers', 'workers')]
+    for what, mode in cases:
+        env = ringfail_env(mode) if mode else None
+        err = start_fails(['-o', 'io_uring=on', src], f'io_uring=on ({what})', env=env)
+        check('io_uring' in err, f'io_uring=on ({what}): the error does not name io_uring: {err}')

@@ -93,7 +93,10 @@ def buffered_read_write():
     """Page-cache writes and reads (after dropping caches) are zero-copied."""
     require_zero_copy_kernel()
     with zc_mount() as m:
-        check_eq(m.stats()['zero_copy'], 'on', 'zero_copy state')
+        st = m.stats()
+        check_eq(st['zero_copy'], 'on', 'zero_copy state')
+        check(st['queues'] > 0 and st['zero_copy_queues'] == st['queues'],
+              f'not every queue has zero copy: {st}')
         for i, size in enumerate(SIZES):
             data = ufs.pattern(size, seed=i)
             before = m.stats()
@@ -306,6 +309,7 @@ def without_cap_sys_admin():
     with ufs.Mount(user=ufs.TEST_USER, opts='io_uring=on,zero_copy=auto') as m:
         stats = m.stats()
         check_eq(stats['zero_copy'], 'eperm', 'zero_copy state without CAP_SYS_ADMIN')
+        check_eq(stats['zero_copy_queues'], 0, 'queues with zero copy')
         check('EPERM' in m.log_text(), 'the fallback is not in the log')
         data = ufs.pattern(3 * MiB + 1, seed=21)
         ufs.as_user(ufs.write_file, f'{m.mnt}/u', data)
@@ -321,7 +325,9 @@ def no_bufpool_auto_says_off():
     """On a kernel without buffer pools zero_copy=auto runs without it and says so."""
     require_no_bufpool_kernel()
     with ufs.Mount(opts='zero_copy=auto') as m:
-        check_eq(m.stats()['zero_copy'], 'off', 'zero_copy state')
+        st = m.stats()
+        check_eq(st['zero_copy'], 'off', 'zero_copy state')
+        check_eq(st['zero_copy_queues'], 0, 'queues with zero copy')
         ufs.write_file(f'{m.mnt}/f', b'copied')
         check_eq(ufs.read_file(f'{m.mnt}/f'), b'copied', 'data')
         check('zero copy: off' in m.log_text() or 'io_uring=off' in m.log_text(),
