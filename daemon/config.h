@@ -66,6 +66,7 @@ struct ufs_config {
 	char cpus[256];			/* CPU list text, "" = no pinning */
 	cpu_set_t cpu_set;		/* parsed cpus */
 	unsigned int cpu_count;
+	bool pin_queues;		/* io_uring workers run on their queues' CPUs */
 	unsigned int queue_depth;
 	int io_uring;			/* enum ufs_switch */
 	int zero_copy;			/* enum ufs_switch */

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,20 @@ static void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * Payload memory: every COMMIT pins it page by page to copy into the
+ * client's pages, so huge pages save most of that walk (and TLB misses in
+ * the copies).  Best effort: without THP it is plain memory.
+ */
+static void *map_payload(size_t len)
+{
+	void *p = map_anon(len);
+
+	if (p)
+		madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
+
 /* Header and payload memory, allocated by the worker itself (NUMA-local). */
 static unsigned int ring_worker_nents(const struct ring_worker *rw)
 {
@@ -205,14 +220,14 @@ static int ring_buffers_alloc(struct ring_worker *rw)
 			if (!q->owner)
 				continue;	/* shares the owner's pool */
 			q->pool_len = (size_t)u->pool_bufs * u->max_payload;
-			q->pool = map_anon(q->pool_len);
+			q->pool = map_payload(q->pool_len);
 			if (!q->pool)
 				return -ENOMEM;
 		}
 		return 0;
 	}
 	rw->payloads_len = nents * u->max_payload;
-	rw->payloads = map_anon(rw->payloads_len);
+	rw->payloads = map_payload(rw->payloads_len);
 	return rw->payloads ? 0 : -ENOMEM;
 }
 
@@ -778,6 +793,35 @@ static int ring_serve(struct ring_worker *rw)
 	return 0;
 }
 
+/*
+ * Requests land on the queue of the CPU their task runs on, and COMMIT
+ * copies the reply into the client's pages on the committing thread: a
+ * worker running on its queues' own CPUs keeps both on one CPU and lets the
+ * scheduler spread the load by moving the clients, not the workers.
+ * Without this, two busy queues can end up served from one CPU.
+ */
+static void ring_worker_pin_queues(struct ring_worker *rw)
+{
+	cpu_set_t allowed, set;
+
+	if (rw->w->cpu >= 0 || !rw->u->d->cfg.pin_queues)
+		return;		/* cpus= pins by itself; or pinning is off */
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	CPU_ZERO(&set);
+	for (unsigned int i = 0; i < rw->nqueues; i++) {
+		if (rw->queues[i].qid < CPU_SETSIZE && CPU_ISSET(rw->queues[i].qid, &allowed))
+			CPU_SET(rw->queues[i].qid, &set);
+	}
+	if (!CPU_COUNT(&set)) {
+		/* Queues of CPUs this process may not use (offline, or outside its mask). */
+		ufs_dbg("worker %u: its queues' CPUs are not ours: not pinned", rw->w->id);
+		return;
+	}
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+		ufs_warn("worker %u: cannot pin to its queues' CPUs", rw->w->id);
+}
+
 static void *ring_worker_main(void *arg)
 {
 	struct ring_worker *rw = arg;
@@ -787,6 +831,7 @@ static void *ring_worker_main(void *arg)
 
 	ufs_this_ring_worker = rw;
 	ufs_worker_thread_setup(rw->w, "ring");
+	ring_worker_pin_queues(rw);
 	ret = ring_build(rw);
 	setup_report(u, ret);
 	for (;;) {

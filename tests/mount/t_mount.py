@@ -241,6 +241,39 @@ def cpus_pin_workers():
         check('IOWQ_AFF' not in m.log_text(), 'IORING_REGISTER_IOWQ_AFF failed' + m.log_tail())
 
 
+def cpu_list(text):
+    """'0-2,5' -> {0, 1, 2, 5}"""
+    cpus = set()
+    for part in text.split(','):
+        lo, _, hi = part.partition('-')
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+@case(mount=False)
+def ring_workers_follow_their_queues():
+    """Each io_uring worker runs on the CPUs of the queues it serves (pin_queues=on)."""
+    ufs.require_daemon()
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        raise ufs.Skip('one usable CPU: nothing to tell apart')
+    with open('/sys/devices/system/cpu/possible') as f:
+        possible = cpu_list(f.read().strip())
+    for opts, pinned in (('workers=2', True), ('workers=2,pin_queues=off', False)):
+        with ufs.Mount(opts=opts) as m:
+            ufs.write_file(f'{m.mnt}/f', b'queues')
+            if m.stats()['transport'] != 'uring':
+                raise ufs.Skip('not served over io_uring')
+            found = thread_cpus(m.pid, 'uringfs-ring')
+            check_eq(len(found), 2, f'ring worker threads ({opts})')
+            for name, cpus in found.items():
+                wid = int(name[len('uringfs-ring'):])
+                # Queues are dealt round robin: worker i serves qid i, i+W, ...
+                mine = {q for q in possible if q % 2 == wid} & allowed
+                want = mine if pinned and mine else allowed
+                check_eq(cpu_list(cpus), want, f'{name} CPUs ({opts})')
+
+
 @case(mount=False)
 def requests_take_the_transport():
     """The counters show which transport served: every data request on it."""
