@@ -5,6 +5,7 @@ failures, and the hidden read-only control file.  These cases need the real
 daemon and skip on the bind variant.
 """
 
+import concurrent.futures
 import contextlib
 import errno
 import os
@@ -250,6 +251,12 @@ def cpu_list(text):
     return cpus
 
 
+def require_ring_variant():
+    """For cases that set the worker layout themselves (variant=False)."""
+    if ufs.config().expect_transport == 'dev':
+        raise ufs.Skip('a /dev/fuse variant')
+
+
 @case(mount=False)
 def ring_workers_follow_their_queues():
     """Each io_uring worker runs on the CPUs of the queues it serves (pin_queues=on)."""
@@ -259,8 +266,9 @@ def ring_workers_follow_their_queues():
         raise ufs.Skip('one usable CPU: nothing to tell apart')
     with open('/sys/devices/system/cpu/possible') as f:
         possible = cpu_list(f.read().strip())
+    require_ring_variant()
     for opts, pinned in (('workers=2', True), ('workers=2,pin_queues=off', False)):
-        with ufs.Mount(opts=opts) as m:
+        with ufs.Mount(opts=opts, variant=False) as m:
             ufs.write_file(f'{m.mnt}/f', b'queues')
             if m.stats()['transport'] != 'uring':
                 raise ufs.Skip('not served over io_uring')
@@ -272,6 +280,28 @@ def ring_workers_follow_their_queues():
                 mine = {q for q in possible if q % 2 == wid} & allowed
                 want = mine if pinned and mine else allowed
                 check_eq(cpu_list(cpus), want, f'{name} CPUs ({opts})')
+
+
+@case(mount=False)
+def more_workers_than_queues():
+    """Workers beyond the queues share them, as long as each gets an entry."""
+    ufs.require_daemon()
+    with open('/sys/devices/system/cpu/possible') as f:
+        queues = len(cpu_list(f.read().strip()))
+    # queue_depth 2: at most two workers per queue can have an entry.
+    require_ring_variant()
+    with ufs.Mount(opts=f'workers={2 * queues + 1},queue_depth=2', variant=False) as m:
+        stats = m.stats()
+        if stats['transport'] != 'uring':
+            raise ufs.Skip('not served over io_uring')
+        check_eq(stats['workers'], 2 * queues, 'workers started')
+        check_eq(len(thread_cpus(m.pid, 'uringfs-ring')), 2 * queues, 'ring worker threads')
+        data = ufs.pattern(8 << 20)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda i: ufs.write_file(f'{m.mnt}/f{i}', data), range(4)))
+        for i in range(4):
+            check_eq(ufs.read_file(f'{m.src}/f{i}'), data, f'f{i} in the backing directory')
+            check_eq(ufs.read_file(f'{m.mnt}/f{i}'), data, f'f{i} read back')
 
 
 @case(mount=False)
