@@ -42,6 +42,7 @@ struct ufs_daemon {
 	const char *cfr_mode;
 	enum ufs_cfr_mode cfr;		/* how copy_file_range runs */
 
+	cpu_set_t cpus;			/* CPUs of its threads: cpus=, else its start affinity */
 	unsigned int nworkers;		/* workers serving requests */
 	unsigned int workers_alloc;	/* entries in workers[] */
 	struct ufs_worker *workers;

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,6 +435,10 @@ static int workers_alloc(struct ufs_daemon *d)
 		return -ENOMEM;
 	d->nworkers = n;
 	d->workers_alloc = n;
+	if (d->cfg.cpu_count)
+		d->cpus = d->cfg.cpu_set;
+	else if (sched_getaffinity(0, sizeof(d->cpus), &d->cpus))
+		CPU_ZERO(&d->cpus);	/* unknown: helper threads keep what they inherit */
 	for (unsigned int i = 0; i < n; i++) {
 		struct ufs_worker *w = &d->workers[i];
 

@@ -87,6 +87,7 @@ struct ring_worker {
 	struct ufs_uring *u;			/* back pointer */
 	struct io_uring ring;
 	bool ring_ok;
+	cpu_set_t cpus;				/* where it is pinned; empty: not pinned */
 	int fuse_fd;				/* this worker's descriptor of the connection */
 	struct ring_queue *queues;
 	unsigned int nqueues;

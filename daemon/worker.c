@@ -40,6 +40,16 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role)
 	return 0;
 }
 
+void ufs_helper_thread_unpin(const struct ufs_daemon *d)
+{
+	/*
+	 * Threads inherit their creator's affinity: a long byte copy would
+	 * otherwise share the worker's one CPU with the requests it serves.
+	 */
+	if (CPU_COUNT(&d->cpus))
+		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
+}
+
 void ufs_daemon_fatal(struct ufs_daemon *d, int error)
 {
 	uint64_t one = 1;

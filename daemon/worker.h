@@ -33,4 +33,7 @@ struct ufs_worker {
 /* Per-thread set-up every worker does first (names, fs context, pinning). */
 int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);
 
+/* A helper thread started by a pinned worker takes all of the daemon's CPUs. */
+void ufs_helper_thread_unpin(const struct ufs_daemon *d);
+
 #endif /* UFS_WORKER_H */

@@ -242,6 +242,12 @@ def cpus_pin_workers():
         check('IOWQ_AFF' not in m.log_text(), 'IORING_REGISTER_IOWQ_AFF failed' + m.log_tail())
 
 
+def tid_name(pid, tid):
+    """The name of thread tid of process pid."""
+    with open(f'/proc/{pid}/task/{tid}/comm') as f:
+        return f.read().strip()
+
+
 def cpu_list(text):
     """'0-2,5' -> {0, 1, 2, 5}"""
     cpus = set()
@@ -272,6 +278,18 @@ def ring_workers_follow_their_queues():
             ufs.write_file(f'{m.mnt}/f', b'queues')
             if m.stats()['transport'] != 'uring':
                 raise ufs.Skip('not served over io_uring')
+            # FSYNC always goes to io-wq; a copy starts the copy helper (thread mode).
+            with open(f'{m.mnt}/f', 'r+b') as f:
+                os.fsync(f.fileno())
+                with open(f'{m.mnt}/g', 'wb') as g:
+                    os.copy_file_range(f.fileno(), g.fileno(), 6)
+            iowq = thread_cpus(m.pid, 'iou-wrk')
+            check(iowq, 'no io-wq thread')
+            copiers = thread_cpus(m.pid, 'uringfs-copy')
+            check(copiers, 'no copy helper thread')
+            for name, cpus in copiers.items():
+                # A long copy must not share its worker's one CPU.
+                check_eq(cpu_list(cpus), allowed, f'{name} CPUs ({opts})')
             found = thread_cpus(m.pid, 'uringfs-ring')
             check_eq(len(found), 2, f'ring worker threads ({opts})')
             for name, cpus in found.items():
@@ -280,6 +298,12 @@ def ring_workers_follow_their_queues():
                 mine = {q for q in possible if q % 2 == wid} & allowed
                 want = mine if pinned and mine else allowed
                 check_eq(cpu_list(cpus), want, f'{name} CPUs ({opts})')
+            # io-wq threads, named after the ring's task, follow their worker.
+            workers = {tid_name(m.pid, tid): cpus for tid, cpus in
+                       ((n[len('iou-wrk-'):], c) for n, c in iowq.items())}
+            for name, cpus in workers.items():
+                check(name in found, f'io-wq of {name}, not of a ring worker ({opts})')
+                check_eq(cpu_list(cpus), cpu_list(found[name]), f'io-wq CPUs of {name} ({opts})')
 
 
 @case(mount=False)
