@@ -10,6 +10,7 @@
  * how long the copies took.  DIR is a uringfs mount (each copy_file_range
  * mode in turn) or the backing directory itself (native).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

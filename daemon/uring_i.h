@@ -57,6 +57,9 @@ struct ring_ent {
 	bool zc_bounced;			/* the write's bytes are in the bounce region */
 	size_t zc_len;				/* reply length held back for the slot move */
 	bool held;				/* a long wait holds it (ring_hold) */
+	/* a copy waiting for its worker's turn on the ring (ring_copy_wait) */
+	struct ring_ent *copy_next;
+	bool copy_waiting;
 	/* a reply handed over by another thread; protected by rw->remote_lock */
 	struct ring_ent *remote_next;
 	int remote_error;
@@ -108,6 +111,9 @@ struct ring_worker {
 	/* fields below are owned by the worker thread */
 	unsigned int live_ents;			/* entries the kernel may still complete */
 	unsigned int ios_inflight;
+	unsigned int copies_running;		/* ring copies punted to io-wq */
+	struct ring_ent *copy_wait_head;	/* copies waiting for their turn */
+	struct ring_ent *copy_wait_tail;
 	struct io_uring_sqe *last_sqe;		/* the one ring_get_sqe() gave out last */
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;

@@ -127,6 +127,57 @@ static void ring_copy_cancel(struct ufs_req *req)
 		ufs_log_once(UFS_LOG_ERR, "waking worker %u: %m", rw->w->id);
 }
 
+/*
+ * A ring copy is always punted to io-wq, where the READs and WRITEs of
+ * files without non-blocking I/O (tmpfs) go too.  With every client's copy
+ * in flight at once they wait behind the copies (the probe benchmark saw
+ * 100 ms), so a worker runs this many copies on its ring, as thread mode
+ * runs one helper per worker; the others wait in line here, where an
+ * INTERRUPT takes them out with EINTR.
+ */
+#define RING_COPIES_RUNNING 1
+
+static void ring_copy_wait(struct ring_worker *rw, struct ring_ent *ent)
+{
+	ent->copy_next = NULL;
+	ent->copy_waiting = true;
+	if (rw->copy_wait_tail)
+		rw->copy_wait_tail->copy_next = ent;
+	else
+		rw->copy_wait_head = ent;
+	rw->copy_wait_tail = ent;
+}
+
+static void ring_copy_unwait(struct ring_worker *rw, struct ring_ent *ent)
+{
+	struct ring_ent **pp = &rw->copy_wait_head, *prev = NULL;
+
+	while (*pp != ent) {
+		prev = *pp;
+		pp = &(*pp)->copy_next;
+	}
+	*pp = ent->copy_next;
+	if (rw->copy_wait_tail == ent)
+		rw->copy_wait_tail = prev;
+	ent->copy_waiting = false;
+}
+
+/* Start waiting copies while there is room; cancelled ones end with EINTR. */
+static void ring_copy_start_waiting(struct ring_worker *rw)
+{
+	while (rw->copy_wait_head && rw->copies_running < RING_COPIES_RUNNING) {
+		struct ring_ent *ent = rw->copy_wait_head;
+
+		ring_copy_unwait(rw, ent);
+		if (ufs_copy_cancelled(&ent->req)) {
+			ufs_copy_finish(&ent->req, 0);
+			continue;
+		}
+		rw->copies_running++;
+		ring_io_prep(rw, &ent->req);
+	}
+}
+
 /* ASYNC_CANCEL the copy SQE of each cancel still about its request. */
 void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c)
 {
@@ -136,10 +187,15 @@ void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c)
 
 		if (ent->state == RING_ENT_SERVING && c->req->copy &&
 		    ((struct fuse_in_header *)ent->hdr->in_out)->unique == c->unique) {
-			struct io_uring_sqe *sqe = ring_get_sqe(rw);
+			if (ent->copy_waiting) {
+				ring_copy_unwait(rw, ent);
+				ufs_copy_finish(c->req, 0);	/* never started: EINTR */
+			} else {
+				struct io_uring_sqe *sqe = ring_get_sqe(rw);
 
-			io_uring_prep_cancel(sqe, ring_tag(c->req, RING_TAG_IO), 0);
-			io_uring_sqe_set_data(sqe, ring_tag(rw, RING_TAG_SETUP));
+				io_uring_prep_cancel(sqe, ring_tag(c->req, RING_TAG_IO), 0);
+				io_uring_sqe_set_data(sqe, ring_tag(rw, RING_TAG_SETUP));
+			}
 		}
 		free(c);
 		c = next;
@@ -167,6 +223,11 @@ void ring_io_submit(struct ufs_req *req)
 			ufs_copy_finish(req, 0);	/* interrupted before it started */
 			return;
 		}
+		if (rw->copies_running >= RING_COPIES_RUNNING) {
+			ring_copy_wait(rw, ent);
+			return;
+		}
+		rw->copies_running++;
 	}
 	/* A bounced WRITE writes the backing file from the bounce region. */
 	if (req->zero_copy && req->io.op == UFS_IO_WRITE && req->io.bounce)
@@ -189,6 +250,8 @@ static void ring_copy_complete(struct ring_worker *rw, struct ufs_req *req, int 
 	/* -ECANCELED: an ASYNC_CANCEL caught it before it ran. */
 	ufs_copy_finish(req, io->done_bytes ? (ssize_t)io->done_bytes :
 			(res < 0 && res != -ECANCELED ? res : 0));
+	rw->copies_running--;
+	ring_copy_start_waiting(rw);
 }
 
 static void count_zc_write(struct ring_worker *rw, struct ufs_req *req, ssize_t res)

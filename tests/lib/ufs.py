@@ -262,6 +262,35 @@ def write_file(path, data=b'', mode=0o644):
         os.close(fd)
 
 
+def thread_cpus(pid, prefix):
+    """{thread name: Cpus_allowed_list} of process pid's threads named prefix*."""
+    found = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                fields = dict(line.rstrip('\n').split(':\t', 1) for line in f if ':\t' in line)
+        except FileNotFoundError:
+            continue            # the thread ended meanwhile
+        if fields.get('Name', '').startswith(prefix):
+            found[fields['Name']] = fields['Cpus_allowed_list']
+    return found
+
+
+def tid_name(pid, tid):
+    """The name of thread tid of process pid."""
+    with open(f'/proc/{pid}/task/{tid}/comm') as f:
+        return f.read().strip()
+
+
+def cpu_list(text):
+    """'0-2,5' -> {0, 1, 2, 5}"""
+    cpus = set()
+    for part in text.split(','):
+        lo, _, hi = part.partition('-')
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
 def read_file(path):
     with open(path, 'rb') as f:
         return f.read()

@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import ufs
-from ufs import case, check, check_eq
+from ufs import case, check, check_eq, cpu_list, thread_cpus, tid_name
 
 E = errno
 MiB = 1 << 20
@@ -384,3 +384,23 @@ def ring_confirmed_where_expected():
     if not want:
         raise ufs.Skip('UFS_EXPECT_CFR is not set (tests/kernel/cfr-suite.sh sets it)')
     check_eq('ring' if ring_available() else 'thread', want, 'copy_file_range mode with auto')
+
+
+@case(mount=False)
+def ring_copies_leave_the_worker_cpu():
+    """With ring copies, a pinned worker's io-wq runs on the daemon's other CPUs."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        raise ufs.Skip('one usable CPU: io-wq shares it')
+    with mode_mount('ring') as m:
+        if m.stats()['transport'] != 'uring':
+            raise ufs.Skip('not served over io_uring')
+        ufs.write_file(f'{m.mnt}/a', ufs.pattern(1 << 20))
+        ufs.write_file(f'{m.mnt}/b', b'')
+        check_eq(copies(f'{m.mnt}/a', f'{m.mnt}/b', 0, 0, 1 << 20), 1 << 20, 'copied')
+        iowq = thread_cpus(m.pid, 'iou-wrk')
+        check(iowq, 'no io-wq thread after a ring copy')
+        for name, cpus in iowq.items():
+            owner = tid_name(m.pid, name[len('iou-wrk-'):])
+            mine = cpu_list(thread_cpus(m.pid, owner)[owner])
+            check(not cpu_list(cpus) & mine, f'{name} on {cpus}, its worker {owner} on {mine}')

@@ -14,7 +14,7 @@ import subprocess
 import time
 
 import ufs
-from ufs import case, check, check_eq, check_errno
+from ufs import case, check, check_eq, check_errno, cpu_list, thread_cpus, tid_name
 
 E = errno
 
@@ -217,17 +217,6 @@ def shutil_which(name):
     return path
 
 
-def thread_cpus(pid, prefix):
-    """{thread name: Cpus_allowed_list} for the daemon's threads named prefix*."""
-    found = {}
-    for tid in os.listdir(f'/proc/{pid}/task'):
-        with open(f'/proc/{pid}/task/{tid}/status') as f:
-            fields = dict(line.rstrip('\n').split(':\t', 1) for line in f if ':\t' in line)
-        if fields.get('Name', '').startswith(prefix):
-            found[fields['Name']] = fields['Cpus_allowed_list']
-    return found
-
-
 @case(mount=False)
 def cpus_pin_workers():
     """cpus=0 pins every worker to CPU 0 (and io-wq with it, IOWQ_AFF)."""
@@ -240,21 +229,6 @@ def cpus_pin_workers():
         check(pinned, f'no {prefix}* threads in {m.pid}')
         check_eq(set(pinned.values()), {'0'}, 'worker CPU affinity')
         check('IOWQ_AFF' not in m.log_text(), 'IORING_REGISTER_IOWQ_AFF failed' + m.log_tail())
-
-
-def tid_name(pid, tid):
-    """The name of thread tid of process pid."""
-    with open(f'/proc/{pid}/task/{tid}/comm') as f:
-        return f.read().strip()
-
-
-def cpu_list(text):
-    """'0-2,5' -> {0, 1, 2, 5}"""
-    cpus = set()
-    for part in text.split(','):
-        lo, _, hi = part.partition('-')
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 def require_ring_variant():

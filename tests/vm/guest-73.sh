@@ -11,8 +11,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
 
-# What only a 7.3 kernel shows, plus the foundation's cases that it must pass too.
-modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_copy)
+# What only a 7.3 kernel shows, plus the foundation's cases that it must pass
+# too, and conformance and integrity under stress with zero copy.
+modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_copy t_posix t_stress)
 
 skip() {
 	echo "1..0 # SKIP $*"
@@ -32,8 +33,10 @@ elif ((status != 0)); then
 fi
 
 status=0
+# Emulation is 40-70 times slower: a shorter exerciser run (t_stress).
+export UFS_STRESS_OPS=${UFS_STRESS_OPS:-600}
 UFS_EXPECT_QUEUE_MODE=bufpool "$here/run-guest.sh" --share "$top" --cwd "$top" \
-	--timeout "${UFS_GUEST_TIMEOUT:-1500}" -- \
+	--timeout "${UFS_GUEST_TIMEOUT:-2100}" -- \
 	/usr/bin/python3 "$top/tests/mount/run.py" --variant guest "${modules[@]}" || status=$?
 case $status in
 0) ;;
