@@ -7,8 +7,10 @@
  *   cfr-probe DIR [COPIES [PROBES]]
  *
  * Prints "p50 p90 p99 max" of the probe's operations in microseconds, and
- * how long the copies took.  DIR is a uringfs mount (each copy_file_range
- * mode in turn) or the backing directory itself (native).
+ * how long the copies took.  With COPIES 0 it measures the probe alone: the
+ * floor that waits during copies compare with.  DIR is a uringfs mount
+ * (each copy_file_range mode in turn) or the backing directory itself
+ * (native).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
 	double *waits, start, copies_done = 0;
 	int n = 0;
 
-	if (argc < 2 || ncopies < 1 || nprobes < 1) {
+	if (argc < 2 || ncopies < 0 || nprobes < 1) {
 		fprintf(stderr, "usage: cfr-probe DIR [COPIES [PROBES]]\n");
 		return 2;
 	}
@@ -142,8 +144,8 @@ int main(int argc, char **argv)
 		copiers[i] = (struct copier){ .dir = argv[1], .id = i };
 		pthread_create(&copiers[i].thread, NULL, copy_main, &copiers[i]);
 	}
-	/* Probe while the copies are queued or running. */
-	while (n < nprobes && __atomic_load_n(&copies_running, __ATOMIC_ACQUIRE)) {
+	/* Probe while the copies are queued or running (without copies: the idle floor). */
+	while (n < nprobes && (!ncopies || __atomic_load_n(&copies_running, __ATOMIC_ACQUIRE))) {
 		double t = now_us();
 
 		if (probe_once(probe_path)) {

@@ -43,6 +43,7 @@ row() {
 echo "| mode | p50 µs | p90 µs | p99 µs | max µs | copies ms | probes |"
 echo "|---|---|---|---|---|---|---|"
 mkdir -p "$work/fs/native"
+row "native, no copies" "$("$probe" "$work/fs/native" 0 "$probes")"
 row native "$("$probe" "$work/fs/native" "$copies" "$probes")"
 for mode in sync thread ring; do
 	mkdir -p "$work/fs/$mode"
@@ -52,6 +53,10 @@ for mode in sync thread ring; do
 		continue
 	fi
 	transport=$(awk '$1 == "transport" {print $2}' "$mnt/.uringfs")
+	if [[ $mode == sync ]]; then
+		# The probe's own round trips, with no copy at all: the floor.
+		row "no copies ($transport)" "$("$probe" "$mnt" 0 "$probes")"
+	fi
 	row "$mode ($transport)" "$("$probe" "$mnt" "$copies" "$probes")"
 	fusermount3 -u "$mnt"
 	sleep 0.3

@@ -438,6 +438,33 @@ static void fill_sx_time(struct fuse_sx_time *t, const struct statx_timestamp *s
 	t->tv_nsec = s->tv_nsec;
 }
 
+/*
+ * The control file has no backing inode: its statx is its stat.  Never
+ * ENOSYS: the kernel would stop sending STATX for the whole mount.
+ */
+static void control_statx(struct ufs_fs *fs, struct statx *stx)
+{
+	struct stat st;
+
+	ufs_control_stat(fs, &st);
+	memset(stx, 0, sizeof(*stx));
+	stx->stx_mask = STATX_BASIC_STATS;
+	stx->stx_blksize = st.st_blksize;
+	stx->stx_nlink = st.st_nlink;
+	stx->stx_uid = st.st_uid;
+	stx->stx_gid = st.st_gid;
+	stx->stx_mode = st.st_mode;
+	stx->stx_ino = st.st_ino;
+	stx->stx_size = st.st_size;
+	stx->stx_blocks = st.st_blocks;
+	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
+	stx->stx_atime.tv_nsec = st.st_atim.tv_nsec;
+	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
+	stx->stx_ctime.tv_nsec = st.st_ctim.tv_nsec;
+	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
+	stx->stx_mtime.tv_nsec = st.st_mtim.tv_nsec;
+}
+
 ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_statx_in *in = req->args.op;
@@ -448,14 +475,16 @@ ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 	int fd = req->inode->fd;
 	int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | (in->sx_flags & AT_STATX_SYNC_TYPE);
 
-	if (req->inode->control)
-		return -ENOSYS; /* the kernel falls back to GETATTR */
-	if (in->getattr_flags & FUSE_GETATTR_FH)
-		file = ufs_file_lookup(fs, in->fh);
-	if (file && file->fd >= 0)
-		fd = file->fd;
-	if (statx(fd, "", flags, in->sx_mask | STATX_BASIC_STATS, &stx))
-		return -errno;
+	if (req->inode->control) {
+		control_statx(fs, &stx);
+	} else {
+		if (in->getattr_flags & FUSE_GETATTR_FH)
+			file = ufs_file_lookup(fs, in->fh);
+		if (file && file->fd >= 0)
+			fd = file->fd;
+		if (statx(fd, "", flags, in->sx_mask | STATX_BASIC_STATS, &stx))
+			return -errno;
+	}
 
 	memset(out, 0, sizeof(*out));
 	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);

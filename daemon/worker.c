@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -48,6 +49,17 @@ void ufs_helper_thread_unpin(const struct ufs_daemon *d)
 	 */
 	if (CPU_COUNT(&d->cpus))
 		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
+}
+
+void ufs_helper_thread_yield_to_workers(void)
+{
+	/*
+	 * A copy keeps a CPU busy for as long as it runs; at a lower weight
+	 * (nice is per thread on Linux) a worker woken by a request takes
+	 * the CPU from it at once instead of waiting for its time slice.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), UFS_HELPER_NICE))
+		ufs_log_once(UFS_LOG_DEBUG, "copy helper: setpriority: %m");
 }
 
 void ufs_daemon_fatal(struct ufs_daemon *d, int error)

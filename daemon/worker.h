@@ -36,4 +36,8 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);
 /* A helper thread started by a pinned worker takes all of the daemon's CPUs. */
 void ufs_helper_thread_unpin(const struct ufs_daemon *d);
 
+/* Copy helpers run at this nice value, below the workers' (0). */
+#define UFS_HELPER_NICE 10
+void ufs_helper_thread_yield_to_workers(void);
+
 #endif /* UFS_WORKER_H */

@@ -10,10 +10,12 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import subprocess
 import time
 
 import ufs
+import ufs_sys as sx
 from ufs import case, check, check_eq, check_errno, cpu_list, thread_cpus, tid_name
 
 E = errno
@@ -137,6 +139,23 @@ def control_file(m):
     check_errno((E.EACCES, E.EPERM, E.EROFS), os.unlink, path)
     check_errno((E.EACCES, E.EPERM, E.EROFS, E.EEXIST), os.mkdir, path)
     check_eq(m.stats().keys(), stats.keys(), 'stats names on a second read')
+
+
+@case(mount=False)
+def control_file_statx():
+    """statx of the control file answers, and STATX stays on for the mount."""
+    ufs.require_daemon('the control file is the daemon\'s')
+    with ufs.Mount(opts='attr_timeout=0,entry_timeout=0') as m:
+        for name in ('a', 'b'):
+            ufs.write_file(f'{m.src}/{name}', b'x')
+        if not sx.statx(f'{m.src}/a')['mask'] & sx.STATX_BTIME:
+            raise ufs.Skip('the backing file system has no birth times')
+        check(sx.statx(f'{m.mnt}/a')['mask'] & sx.STATX_BTIME, 'no btime before')
+        got = sx.statx(f'{m.mnt}/{ufs.CONTROL}')
+        check(stat.S_ISREG(got['mode']), f'control file mode {got["mode"]:o}')
+        # An ENOSYS reply to STATX turns it off for the whole connection.
+        check(sx.statx(f'{m.mnt}/b')['mask'] & sx.STATX_BTIME,
+              'no btime after a statx of the control file: STATX was turned off')
 
 
 def connection_dir(mnt):

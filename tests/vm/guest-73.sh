@@ -33,8 +33,6 @@ elif ((status != 0)); then
 fi
 
 status=0
-# Emulation is 40-70 times slower: a shorter exerciser run (t_stress).
-export UFS_STRESS_OPS=${UFS_STRESS_OPS:-600}
 UFS_EXPECT_QUEUE_MODE=bufpool "$here/run-guest.sh" --share "$top" --cwd "$top" \
 	--timeout "${UFS_GUEST_TIMEOUT:-2100}" -- \
 	/usr/bin/python3 "$top/tests/mount/run.py" --variant guest "${modules[@]}" || status=$?
