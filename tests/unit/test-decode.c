@@ -128,6 +128,22 @@ static void test_fixed_args(void)
 	b_start(&b, 9999);
 	is_int(b_decode(&b, &req, &why), -ENOSYS, "unknown opcode gives ENOSYS");
 
+	/* Both copy opcodes carry the same struct: the old one (before 7.45) too. */
+	for (int i = 0; i < 2; i++) {
+		struct fuse_copy_file_range_in cfr = { .len = 1 << 20 };
+		uint32_t op = i ? FUSE_COPY_FILE_RANGE_64 : FUSE_COPY_FILE_RANGE;
+
+		b_start(&b, op);
+		b_put(&b, &cfr, sizeof(cfr));
+		is_int(b_decode(&b, &req, &why), 0, i ? "COPY_FILE_RANGE_64: valid" :
+						       "COPY_FILE_RANGE: valid");
+		b_start(&b, op);
+		b_put(&b, &cfr, sizeof(cfr) - 8);
+		is_int(b_decode(&b, &req, &why), -EINVAL,
+		       i ? "COPY_FILE_RANGE_64: truncated is refused" :
+			   "COPY_FILE_RANGE: truncated is refused");
+	}
+
 	b_start(&b, FUSE_FORGET);
 	{
 		struct fuse_forget_in f = { .nlookup = 1 };
