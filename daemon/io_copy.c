@@ -206,8 +206,7 @@ static void *copier_main(void *arg)
 
 	snprintf(name, sizeof(name), "uringfs-copy%u", c->w->id);
 	pthread_setname_np(pthread_self(), name);
-	ufs_helper_thread_unpin(c->w->daemon);
-	ufs_helper_thread_yield_to_workers();
+	ufs_helper_thread_setup(c->w->daemon);
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct ufs_copy_job *job;

@@ -41,7 +41,7 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role)
 	return 0;
 }
 
-void ufs_helper_thread_unpin(const struct ufs_daemon *d)
+void ufs_helper_thread_setup(const struct ufs_daemon *d)
 {
 	/*
 	 * Threads inherit their creator's affinity: a long byte copy would
@@ -49,10 +49,6 @@ void ufs_helper_thread_unpin(const struct ufs_daemon *d)
 	 */
 	if (CPU_COUNT(&d->cpus))
 		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
-}
-
-void ufs_helper_thread_yield_to_workers(void)
-{
 	/*
 	 * A copy keeps a CPU busy for as long as it runs; at a lower weight
 	 * (nice is per thread on Linux) a worker woken by a request takes

@@ -33,11 +33,12 @@ struct ufs_worker {
 /* Per-thread set-up every worker does first (names, fs context, pinning). */
 int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);
 
-/* A helper thread started by a pinned worker takes all of the daemon's CPUs. */
-void ufs_helper_thread_unpin(const struct ufs_daemon *d);
-
-/* Copy helpers run at this nice value, below the workers' (0). */
+/*
+ * What a copy helper does first: take all of the daemon's CPUs (not the
+ * one of the pinned worker that started it) and run at UFS_HELPER_NICE,
+ * below the workers (0).
+ */
 #define UFS_HELPER_NICE 10
-void ufs_helper_thread_yield_to_workers(void);
+void ufs_helper_thread_setup(const struct ufs_daemon *d);
 
 #endif /* UFS_WORKER_H */
