@@ -63,12 +63,27 @@ static void inode_free(struct ufs_inode *inode)
 	free(inode);
 }
 
-/* ---- the LRU of unpinned descriptors; all called with inode_lock held ---- */
+/*
+ * ---- pins and the LRU of unpinned descriptors; all called with inode_lock ----
+ *
+ * refs counts pins: requests in flight and open files.  A pinned inode keeps
+ * its descriptor.  An unpinned handle inode that still has one waits on the
+ * LRU, oldest first, until fd_cache newer ones push it out.  refs changes
+ * only in pin_locked() and unpin_locked(), and they move the inode off and
+ * onto the list, so "an inode with references is never on the LRU" holds by
+ * construction: the eviction below can never close a descriptor in use, and
+ * no inode is linked twice.
+ */
+
+static bool lru_linked(const struct ufs_fs *fs, const struct ufs_inode *inode)
+{
+	return inode->lru_prev || fs->lru_head == inode;
+}
 
 static void lru_remove(struct ufs_fs *fs, struct ufs_inode *inode)
 {
-	if (!inode->lru_prev && fs->lru_head != inode)
-		return;	/* not on the list */
+	if (!lru_linked(fs, inode))
+		return;
 	if (inode->lru_prev)
 		inode->lru_prev->lru_next = inode->lru_next;
 	else
@@ -82,6 +97,7 @@ static void lru_remove(struct ufs_fs *fs, struct ufs_inode *inode)
 
 static void lru_add(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_BUG_ON(lru_linked(fs, inode) || inode->refs || !inode->handle || inode->fd < 0);
 	inode->lru_prev = fs->lru_tail;
 	inode->lru_next = NULL;
 	if (fs->lru_tail)
@@ -103,6 +119,7 @@ static int lru_evict_one(struct ufs_fs *fs)
 
 	if (!victim || fs->fds_open <= fs->cfg->fd_cache)
 		return -1;
+	UFS_BUG_ON(victim->refs || victim->fd < 0);
 	lru_remove(fs, victim);
 	fd = victim->fd;
 	victim->fd = -1;
@@ -110,7 +127,12 @@ static int lru_evict_one(struct ufs_fs *fs)
 	return fd;
 }
 
-static void unpin_locked(struct ufs_fs *fs, struct ufs_inode *inode, int *evict, int nevict)
+/*
+ * An unpinned inode that holds a descriptor it could give up joins the LRU,
+ * and the cache sheds its oldest beyond fd_cache into evict[] (closed by the
+ * caller after unlocking).
+ */
+static void lru_offer(struct ufs_fs *fs, struct ufs_inode *inode, int *evict, int nevict)
 {
 	int i = 0;
 
@@ -119,6 +141,20 @@ static void unpin_locked(struct ufs_fs *fs, struct ufs_inode *inode, int *evict,
 	lru_add(fs, inode);
 	while (i < nevict && (evict[i] = lru_evict_one(fs)) >= 0)
 		i++;
+}
+
+static void pin_locked(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (inode->refs++ == 0)
+		lru_remove(fs, inode);
+	UFS_BUG_ON(!inode->refs || lru_linked(fs, inode));
+}
+
+/* Returns whether that was the last pin. */
+static bool unpin_locked(struct ufs_inode *inode)
+{
+	UFS_BUG_ON(!inode->refs);
+	return --inode->refs == 0;
 }
 
 static void close_evicted(int *evict, int n)
@@ -366,15 +402,12 @@ struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid)
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_id(fs, nodeid);
-	if (inode) {
-		inode->refs++;
-		lru_remove(fs, inode);
+	if (inode && inode->fd < 0 && !inode->handle && !inode->control) {
+		/* unlinked, descriptor closed (ufs_inode_unlinked): gone */
+		inode = NULL;
+	} else if (inode) {
+		pin_locked(fs, inode);
 		reopen = inode->fd < 0 && inode->handle;
-		if (inode->fd < 0 && !inode->handle && !inode->control) {
-			/* unlinked, descriptor closed (ufs_inode_unlinked): gone */
-			inode->refs--;
-			inode = NULL;
-		}
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 	/* Pinned now: its descriptor stays until the matching put. */
@@ -389,7 +422,7 @@ struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid)
 void ufs_inode_ref(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	pthread_mutex_lock(&fs->inode_lock);
-	inode->refs++;
+	pin_locked(fs, inode);
 	pthread_mutex_unlock(&fs->inode_lock);
 }
 
@@ -417,12 +450,11 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 	if (!inode)
 		return;
 	pthread_mutex_lock(&fs->inode_lock);
-	inode->refs--;
-	dead = inode_unused(inode);
+	dead = unpin_locked(inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(fs, inode);
 	else
-		unpin_locked(fs, inode, evict, 2);
+		lru_offer(fs, inode, evict, 2);
 	pthread_mutex_unlock(&fs->inode_lock);
 	close_evicted(evict, 2);
 	if (dead)
@@ -502,7 +534,7 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 			inode->fd = fresh->fd;
 			fresh->fd = -1;
 			fs->fds_open++;
-			unpin_locked(fs, inode, evict, 2);
+			lru_offer(fs, inode, evict, 2);
 		}
 		pthread_mutex_unlock(&fs->inode_lock);
 		close_evicted(evict, 2);
@@ -519,7 +551,7 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 	fs->inode_count++;
 	if (fresh->handle) {
 		fs->fds_open++;
-		unpin_locked(fs, fresh, evict, 2);
+		lru_offer(fs, fresh, evict, 2);
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 	close_evicted(evict, 2);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,4 +92,10 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...)
 		/* Nowhere left to report it. */
 	}
 	errno = saved_errno;
+}
+
+void ufs_bug(const char *what, const char *file, int line)
+{
+	ufs_err("BUG at %s:%d: %s", file, line, what);
+	abort();
 }

@@ -51,4 +51,20 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...) __attribute__((form
 			ufs_log(level, __VA_ARGS__);                                               \
 	} while (0)
 
+/*
+ * An invariant of the daemon's own state, which no kernel or client can
+ * break.  Debug builds (-DUFS_DEBUG: the ASan daemon) stop at the first
+ * violation, naming it; release builds compile the check away.
+ */
+#ifdef UFS_DEBUG
+#define UFS_BUG_ON(cond)                                                                           \
+	do {                                                                                       \
+		if (cond)                                                                          \
+			ufs_bug(#cond, __FILE__, __LINE__);                                        \
+	} while (0)
+#else
+#define UFS_BUG_ON(cond) ((void)sizeof(cond))
+#endif
+void ufs_bug(const char *what, const char *file, int line) __attribute__((noreturn));
+
 #endif /* UFS_LOG_H */

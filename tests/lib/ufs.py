@@ -987,6 +987,24 @@ def drop_caches(what=2):
         f.write(str(what))
 
 
+_helpers = {}
+
+
+def c_helper(src, *args, out=None):
+    """Compile the C file src (relative to tests/mount) into the run directory
+    once per run, with the extra compiler args (libraries, -shared ...).
+    Returns the path of the result, world-executable for the test user."""
+    if src not in _helpers:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'mount', src)
+        target = os.path.join(run_dir(), out or os.path.basename(src).removesuffix('.c'))
+        r = subprocess.run([os.environ.get('CC', 'cc'), '-Wall', '-Werror', '-o', target,
+                            os.path.normpath(path), *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise HarnessError(f'cannot build {src}: {r.stderr.strip()}')
+        _helpers[src] = target
+    return _helpers[src]
+
+
 def fd_count(pid):
     """The number of descriptors process pid has open (/proc/PID/fd)."""
     return len(os.listdir(f'/proc/{pid}/fd'))

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The mount suite against the ASan+UBSan build of the daemon, over io_uring
-# where the kernel allows it.  A sanitizer report makes the daemon exit
-# non-zero, which fails the case that ran it.
+# The mount suite against the ASan+UBSan build of the daemon (a debug build:
+# UFS_BUG_ON checks its invariants), over io_uring where the kernel allows
+# it, or over the variant given as $1 (asan-dev.sh: /dev/fuse).  A sanitizer
+# report makes the daemon exit non-zero, which fails the case that ran it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -20,8 +21,11 @@ if [[ ! -x $UFS_DAEMON ]]; then
 fi
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=66
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-variant=dev
-if [[ $(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null) == Y ]]; then
-	variant=uring
+variant=${1:-}
+if [[ -z $variant ]]; then
+	variant=dev
+	if [[ $(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null) == Y ]]; then
+		variant=uring
+	fi
 fi
 exec /usr/bin/python3 "$here/run.py" --variant "$variant"

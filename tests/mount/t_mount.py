@@ -415,20 +415,12 @@ def uring_enabled():
         return False
 
 
-_shim = None
-
-
 def ringfail_env(mode):
     """Environment that preloads tests/mount/shim/ringfail.c: see its comment."""
-    global _shim
-    if _shim is None:
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'shim', 'ringfail.c')
-        _shim = os.path.join(ufs.run_dir(), 'ringfail.so')
-        subprocess.run([os.environ.get('CC', 'cc'), '-shared', '-fPIC', '-o', _shim, src,
-                        '-ldl'], check=True)
+    shim = ufs.c_helper('shim/ringfail.c', '-shared', '-fPIC', '-ldl', out='ringfail.so')
     # An ASan daemon insists on its runtime coming first; the shim uses none of it.
     asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
-    return {'LD_PRELOAD': _shim, 'UFS_RINGFAIL': mode, 'ASAN_OPTIONS': asan}
+    return {'LD_PRELOAD': shim, 'UFS_RINGFAIL': mode, 'ASAN_OPTIONS': asan}
 
 
 @case(mount=False)

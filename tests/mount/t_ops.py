@@ -10,6 +10,7 @@ import mmap
 import os
 import socket
 import stat
+import subprocess
 import time
 
 import ufs
@@ -508,6 +509,50 @@ def o_tmpfile(m):
     check_eq(ufs.read_file(f'{w.src}/named'), DATA[:1000], 'backing contents of the linked file')
     check_eq(oct(stat.S_IMODE(os.stat(f'{w.src}/named').st_mode)), oct(0o600), 'mode')
     check_same_stat(f'{w.mnt}/named', f'{w.src}/named')
+
+
+def fixed_open(how, path):
+    """tests/mount/helpers/fixed-open.c: open into an io_uring registered-file
+    slot and close the slot, so the server sees CREATE/TMPFILE/OPEN and then
+    RELEASE with no FLUSH in between (and RELEASE names no inode)."""
+    r = subprocess.run([ufs.c_helper('helpers/fixed-open.c', '-luring'), how, path],
+                       capture_output=True, text=True, timeout=30)
+    check_eq((r.returncode, r.stderr.strip()), (0, ''), f'fixed-open {how} {path}')
+
+
+@case(root=True)
+def fixed_file_open_close(m):
+    """CREATE then RELEASE with no request on the new inode between them,
+    then FORGET and more creates: the inode store's LRU must stay sound (the
+    ASan daemon once found a use-after-free here).  TMPFILE too, and OPEN,
+    WRITE through a fixed file."""
+    w = m.work('fixed_file_open_close')
+    tmpfile = True
+    try:
+        os.close(os.open(w.ref, os.O_TMPFILE | os.O_RDWR, 0o600))
+    except OSError as e:
+        if e.errno not in (E.EOPNOTSUPP, E.EISDIR):
+            raise
+        tmpfile = False
+    for i in range(20):
+        fixed_open('create', f'{w.mnt}/new{i}')
+        if tmpfile:
+            fixed_open('tmpfile', w.mnt)
+        if i % 2:
+            fixed_open('write', f'{w.mnt}/new{i}')
+        if i % 4 == 3:
+            # FORGET the new inodes, then create more: the LRU is walked again.
+            ufs.drop_caches(2)
+            ufs.write_file(f'{w.mnt}/plain{i}', b'x')
+            check_eq(os.listdir(w.mnt).count(f'plain{i}'), 1, 'plain file listed')
+    ufs.drop_caches(2)
+    for i in range(20):
+        want = b'data' if i % 2 else b''
+        check_eq(ufs.read_file(f'{w.mnt}/new{i}'), want, f'new{i} through the mount')
+        check_eq(ufs.read_file(f'{w.src}/new{i}'), want, f'new{i} in the backing dir')
+    check_eq(sorted(os.listdir(w.src)), sorted([f'new{i}' for i in range(20)] +
+                                               [f'plain{i}' for i in range(3, 20, 4)]),
+             'backing dir (no trace of the tmpfiles)')
 
 
 # --- data -------------------------------------------------------------------
