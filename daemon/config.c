@@ -78,7 +78,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("keep_cache", "fuse", keep_cache, "off"),
 	BOOL("allow_other", "fuse", allow_other, "off"),
 	BOOL("default_permissions", "fuse", default_permissions, "on"),
-	BOOL("posix_acl", "fuse", posix_acl, "off"),
+	BOOL("posix_acl", "fuse", posix_acl, "on"),
 	BOOL("posix_locks", "fuse", posix_locks, "off"),
 	BOOL("flock_locks", "fuse", flock_locks, "off"),
 	ENUM("readdirplus", "fuse", readdirplus, rdp_names, "auto"),
@@ -566,6 +566,27 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 		error_set(err,
 			  "bufpool_buffers=%u: must be 0 (= queue_depth) or at least queue_depth=%u",
 			  cfg->bufpool_buffers, cfg->queue_depth);
+		return -EINVAL;
+	}
+	/*
+	 * Without default_permissions every handler but the creating ones runs
+	 * with the daemon's rights, and with allow_other every user would get
+	 * them.  The kernel's checks are the ones that match the backing modes.
+	 */
+	if (cfg->allow_other && !cfg->default_permissions) {
+		error_set(err, "allow_other with default_permissions=off would let every user act "
+			       "with the daemon's rights: refused");
+		return -EINVAL;
+	}
+	/*
+	 * The kernel's request timeout covers a lock wait like any request: a
+	 * SETLKW held longer than the timeout would abort the whole mount.
+	 */
+	if (cfg->request_timeout && (cfg->posix_locks || cfg->flock_locks)) {
+		error_set(err, "request_timeout=%u with %s=on: a lock wait longer than the timeout "
+			       "would abort the mount; use request_timeout=0 or %s=off",
+			  cfg->request_timeout, cfg->posix_locks ? "posix_locks" : "flock_locks",
+			  cfg->posix_locks ? "posix_locks" : "flock_locks");
 		return -EINVAL;
 	}
 	if (cfg->zero_copy == UFS_SWITCH_ON && cfg->io_uring == UFS_SWITCH_OFF) {

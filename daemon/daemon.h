@@ -30,7 +30,6 @@ struct ufs_daemon {
 
 	struct ufs_mount mnt;
 	int fuse_fd;			/* the connection (libfuse's descriptor) */
-	unsigned int conn_id;		/* /sys/fs/fuse/connections/<id> */
 	struct ufs_conn conn;
 	struct ufs_fs fs;
 	enum ufs_transport transport;

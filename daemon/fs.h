@@ -74,6 +74,7 @@ struct ufs_fs {
 	char root_path[PATH_MAX];	/* as the kernel spells it, for check_beneath */
 	size_t root_path_len;
 	bool running_as_root;
+	bool backing_acls;		/* SOURCE keeps POSIX ACLs (probed at its root) */
 	struct ufs_inode *root;
 
 	pthread_mutex_t inode_lock;	/* take before any inode->lock */
@@ -167,6 +168,10 @@ int ufs_control_init(struct ufs_fs *fs);
 ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags);
 ssize_t ufs_control_read(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
 			 uint64_t off, uint32_t size);
+
+/* fs_xattr.c */
+int ufs_acl_probe(struct ufs_fs *fs);
+const char *ufs_acls_unenforced(const struct ufs_fs *fs, const struct ufs_conn *conn);
 
 /* fs_lock.c */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);

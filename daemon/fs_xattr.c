@@ -54,6 +54,44 @@ static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, siz
 	return xattr_path(req->inode, path, len);
 }
 
+/*
+ * Does SOURCE keep POSIX ACLs?  Its root answers ENODATA or an ACL where it
+ * does, EOPNOTSUPP where it does not.
+ */
+int ufs_acl_probe(struct ufs_fs *fs)
+{
+	char path[64];
+	int ret;
+
+	ret = xattr_path(fs->root, path, sizeof(path));
+	if (ret)
+		return ret;
+	fs->backing_acls = getxattr(path, ACL_ACCESS, NULL, 0) >= 0 || errno == ENODATA;
+	return 0;
+}
+
+/*
+ * Every handler but the creating ones runs with the daemon's rights, so an
+ * ACL of SOURCE is enforced through the mount only by the kernel, which does
+ * it with FUSE_POSIX_ACL (and default_permissions, which that implies).
+ * Returns NULL when SOURCE's ACLs are enforced or it has none, else the
+ * reason they would not be; conn is NULL before INIT.
+ */
+const char *ufs_acls_unenforced(const struct ufs_fs *fs, const struct ufs_conn *conn)
+{
+	if (!fs->backing_acls)
+		return NULL;
+	if (!fs->cfg->xattr)
+		return "xattr=off";
+	if (!fs->cfg->posix_acl)
+		return "posix_acl=off";
+	if (!fs->cfg->default_permissions)
+		return "default_permissions=off";
+	if (conn && !ufs_conn_has(conn, FUSE_POSIX_ACL))
+		return "the kernel did not offer FUSE_POSIX_ACL";
+	return NULL;
+}
+
 ssize_t ufs_op_setxattr(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_setxattr_in *in = req->args.op;

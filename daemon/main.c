@@ -381,6 +381,7 @@ static int handle_init(struct ufs_daemon *d)
 	const struct fuse_init_in *in = (const void *)(&buf.h + 1);
 	struct ufs_init_limits limits;
 	struct ufs_init_out out;
+	const char *why;
 	bool want_uring;
 	ssize_t n;
 	int ret;
@@ -412,6 +413,13 @@ static int handle_init(struct ufs_daemon *d)
 	if (d->cfg.zero_copy == UFS_SWITCH_ON && !d->conn.uring_bufpool) {
 		ufs_err("zero_copy=on, but %s", !d->conn.uring ? d->conn.uring_off_reason :
 			"the kernel has no FUSE-over-io_uring buffer pools (Linux 7.3 needed)");
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	why = ufs_acls_unenforced(&d->fs, &d->conn);
+	if (why && d->cfg.allow_other) {
+		ufs_err("%s keeps POSIX ACLs that would not be enforced through the mount (%s): "
+			"refusing allow_other", d->source, why);
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
@@ -542,36 +550,19 @@ static int start_transport(struct ufs_daemon *d)
 	return start_dev_workers(d);
 }
 
-/*
- * The connection number in /sys/fs/fuse/connections is the mount's device
- * minor.  Read it from mountinfo rather than stat(2) of the mount point: a
- * path reference held at the wrong moment makes an unmount fail with EBUSY.
- */
-static void record_conn_id(struct ufs_daemon *d)
+/* Why a connection may end under a live mount, for the log. */
+static const char *abort_cause(struct ufs_daemon *d)
 {
-	char real[PATH_MAX], *line = NULL;
-	unsigned int major, minor;
-	size_t cap = 0;
-	FILE *f;
+	static char text[160];
 
-	if (!realpath(d->mountpoint, real))
-		return;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return;
-	while (getline(&line, &cap, f) > 0) {
-		char mnt[PATH_MAX], type[64];
-
-		/* id parent major:minor root mountpoint options ... - type source */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3)
-			continue;
-		if (strcmp(mnt, real) || !strstr(line, " - fuse.uringfs "))
-			continue;
-		if (sscanf(strstr(line, " - ") + 3, "%63s", type) == 1)
-			d->conn_id = minor;
-	}
-	free(line);
-	fclose(f);
+	if (d->cfg.request_timeout && ufs_conn_has(&d->conn, FUSE_REQUEST_TIMEOUT))
+		snprintf(text, sizeof(text),
+			 "a request outlived request_timeout=%u s, or someone wrote to "
+			 "/sys/fs/fuse/connections/%u/abort", d->cfg.request_timeout, d->mnt.conn_id);
+	else
+		snprintf(text, sizeof(text), "someone wrote to /sys/fs/fuse/connections/%u/abort "
+			 "or forced an unmount", d->mnt.conn_id);
+	return text;
 }
 
 static int abort_connection(struct ufs_daemon *d)
@@ -579,7 +570,7 @@ static int abort_connection(struct ufs_daemon *d)
 	char path[64];
 	int fd, ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", d->conn_id);
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", d->mnt.conn_id);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -781,6 +772,7 @@ static int run(struct ufs_daemon *d)
 {
 	struct ufs_config_error err;
 	int ready_fd = -1, ret;
+	const char *why;
 	sigset_t sigs;
 
 	/* Before the mount: a signal from now on must not leave it behind. */
@@ -792,6 +784,13 @@ static int run(struct ufs_daemon *d)
 		return 1;
 	}
 	d->fs.conn = &d->conn;
+	/* Settings that would leave ACLs unenforced are refused before mounting. */
+	why = d->cfg.allow_other ? ufs_acls_unenforced(&d->fs, NULL) : NULL;
+	if (why) {
+		fprintf(stderr, "uringfs: %s keeps POSIX ACLs that would not be enforced through the "
+			"mount (%s): refusing allow_other\n", d->source, why);
+		goto err_fs;
+	}
 	d->fs.control_snapshot = control_snapshot;
 	d->fs.control_arg = d;
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
@@ -816,7 +815,6 @@ static int run(struct ufs_daemon *d)
 		ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
-	record_conn_id(d);
 	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, d->queue_mode, d->zero_copy_state);
@@ -828,6 +826,24 @@ static int run(struct ufs_daemon *d)
 	main_loop(d, &sigs);
 	stop_workers(d);
 	ret = __atomic_load_n(&d->worker_error, __ATOMIC_RELAXED);
+	if (ufs_mount_listed(&d->mnt)) {
+		/*
+		 * The connection ended, yet nobody unmounted: the kernel aborted
+		 * it (libfuse's unmount skips a dead connection, so take it away
+		 * here, or every access would answer ENOTCONN until an operator
+		 * did).  A fatal error was logged where it happened.
+		 */
+		if (!__atomic_load_n(&d->fatal, __ATOMIC_ACQUIRE))
+			ufs_err("the kernel aborted the connection of %s while mounted: %s",
+				d->mountpoint, abort_cause(d));
+		if (!ret)
+			ret = -ECONNABORTED;
+		if (ufs_mount_detach(&d->mnt))
+			ufs_err("cannot detach the dead mount %s: take it away with fusermount3 -uz",
+				d->mnt.real);
+		else
+			ufs_info("detached the dead mount %s", d->mnt.real);
+	}
 	ufs_unmount(&d->mnt);
 	ufs_mount_release(&d->mnt);
 	ufs_fs_destroy(&d->fs);

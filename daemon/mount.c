@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -170,6 +174,86 @@ static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 	ufs_log(level <= FUSE_LOG_ERR ? UFS_LOG_ERR : UFS_LOG_DEBUG, "libfuse: %s", line);
 }
 
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * Find our mount at m->real in /proc/self/mountinfo.  Returns its device
+ * minor (the connection number), or -1.  Reading mountinfo rather than
+ * stat(2) of the mount point: a path reference held at the wrong moment
+ * makes an unmount fail with EBUSY, and a dead connection answers stat with
+ * ENOTCONN.
+ */
+static long mount_find(const struct ufs_mount *m)
+{
+	char *line = NULL, mnt[PATH_MAX];
+	unsigned int major, minor;
+	size_t cap = 0;
+	long found = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent major:minor root mountpoint options ... - type source */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3 || major)
+			continue;
+		mountinfo_unescape(mnt);
+		if (!strcmp(mnt, m->real) && strstr(line, " - fuse.uringfs "))
+			found = minor;	/* the topmost one wins */
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static void mount_identify(struct ufs_mount *m)
+{
+	long id;
+
+	if (!realpath(m->mountpoint, m->real))
+		snprintf(m->real, sizeof(m->real), "%s", m->mountpoint);
+	id = mount_find(m);
+	m->conn_id = id > 0 ? (unsigned int)id : 0;
+}
+
+bool ufs_mount_listed(const struct ufs_mount *m)
+{
+	return m->conn_id && mount_find(m) == (long)m->conn_id;
+}
+
+int ufs_mount_detach(struct ufs_mount *m)
+{
+	char *argv[] = { "fusermount3", "-u", "-z", "--", m->real, NULL };
+	int status, ret;
+	pid_t pid;
+
+	if (!geteuid())
+		return umount2(m->real, MNT_DETACH) ? -errno : 0;
+	/* The way libfuse unmounts for an ordinary user. */
+	ret = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	if (ret)
+		return -ret;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EPERM;
+}
+
 int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 	      const struct ufs_config *cfg, const struct ufs_mount_opts *mo,
 	      struct ufs_config_error *err)
@@ -215,6 +299,7 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 	}
 	m->fd = fuse_session_fd(m->se);
 	snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", mountpoint);
+	mount_identify(m);
 	ret = 0;
 out:
 	if (ret == -ENOMEM)

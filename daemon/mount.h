@@ -32,7 +32,9 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 struct ufs_mount {
 	struct fuse_session *se;
 	int fd;			/* /dev/fuse, owned by libfuse's session */
-	char mountpoint[PATH_MAX];
+	char mountpoint[PATH_MAX];	/* as given; "" once unmounted */
+	char real[PATH_MAX];	/* its real path, as mountinfo spells it */
+	unsigned int conn_id;	/* /sys/fs/fuse/connections/<id>: the device minor */
 };
 
 /* Mount source at mountpoint.  Returns 0 or a negative errno with err set. */
@@ -42,6 +44,17 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 
 /* Unmount (idempotent); the kernel then ends the connection. */
 void ufs_unmount(struct ufs_mount *m);
+
+/*
+ * Is the mount still in this namespace's mount table?  After the connection
+ * ended, yes means the kernel aborted it under a live mount (a request
+ * timeout, a write to the connection's abort file): every access then
+ * fails with ENOTCONN until it is taken away.
+ */
+bool ufs_mount_listed(const struct ufs_mount *m);
+
+/* Detach a mount whose connection is dead (umount2 MNT_DETACH or fusermount3 -uz). */
+int ufs_mount_detach(struct ufs_mount *m);
 
 /* Release libfuse's session and the descriptor. */
 void ufs_mount_release(struct ufs_mount *m);

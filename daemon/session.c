@@ -43,7 +43,11 @@ static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
 		mask &= ~FUSE_PARALLEL_DIROPS;
 	if (!cfg->killpriv_v2)
 		mask &= ~FUSE_HANDLE_KILLPRIV_V2;
-	if (!cfg->posix_acl || !cfg->xattr)
+	/*
+	 * FUSE_POSIX_ACL turns default_permissions on in the kernel
+	 * (process_init_reply): leave it out when that is switched off.
+	 */
+	if (!cfg->posix_acl || !cfg->xattr || !cfg->default_permissions)
 		mask &= ~(FUSE_POSIX_ACL | FUSE_DONT_MASK);
 	if (!cfg->cache_symlinks)
 		mask &= ~FUSE_CACHE_SYMLINKS;

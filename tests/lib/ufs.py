@@ -770,16 +770,28 @@ class Mount:
         if mount_entry(self.mnt):
             raise AssertionError(f'{self.mnt} still mounted after the daemon exited on {how}')
 
-    def wait_exit(self, timeout=EXIT_TIMEOUT):
-        """Wait for the daemon to exit; it must exit with status 0."""
+    def wait_exit(self, timeout=EXIT_TIMEOUT, status=0):
+        """Wait for the daemon to exit; it must exit with `status`."""
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.abort()
             raise AssertionError(f'daemon {self.pid} did not exit within {timeout} s'
                                  + self.log_tail()) from None
-        if rc != 0:
-            raise AssertionError(f'daemon exited with status {rc}, expected 0' + self.log_tail())
+        if rc != status:
+            raise AssertionError(f'daemon exited with status {rc}, expected {status}'
+                                 + self.log_tail())
+
+    def aborted(self, timeout=EXIT_TIMEOUT):
+        """The kernel aborted the connection under the live mount: the daemon
+        must say so at error level, take the dead mount away and exit 1."""
+        self.wait_exit(timeout, status=1)
+        self.mounted = False
+        self._forget()
+        check('error: the kernel aborted the connection' in self.log_text(),
+              'the daemon did not log the abort at error level' + self.log_tail())
+        check(mount_entry(self.mnt) is None,
+              f'{self.mnt}: the dead mount was left behind' + self.log_tail())
 
     def abort(self):
         """Safety net: lazy unmount and kill the daemon, whatever its state."""

@@ -125,6 +125,41 @@ def bad_option_fails():
     start_fails(['-o', 'io_uring=maybe', src], 'io_uring=maybe')
 
 
+def one_line_naming(stderr, words, what):
+    """A refusal is one line on stderr (beside info lines), naming every option involved."""
+    lines = [line for line in stderr.strip().splitlines() if not line.startswith('uringfs: info:')]
+    check_eq(len(lines), 1, f'{what}: lines on stderr ({stderr!r})')
+    for word in words:
+        check(word in lines[0], f'{what}: {word} not named in {lines[0]!r}')
+
+
+@case(mount=False)
+def unsafe_combinations_refused():
+    """Settings that would give users more through the mount than natively,
+    or let a lock wait abort the mount, are refused before mounting."""
+    src = ufs.scratch_dir('src')
+    for opts, words in (('allow_other,default_permissions=off',
+                         ('allow_other', 'default_permissions=off')),
+                        ('request_timeout=15,posix_locks=on', ('request_timeout=15', 'posix_locks')),
+                        ('request_timeout=20,flock_locks=on', ('request_timeout=20', 'flock_locks'))):
+        one_line_naming(start_fails(['-o', opts, src], opts), words, opts)
+
+
+@case(mount=False, root=True)
+def unenforced_acls_refused():
+    """A source with POSIX ACLs is not served to other users (allow_other)
+    unless the kernel enforces those ACLs."""
+    src = ufs.scratch_dir('src')
+    try:
+        os.getxattr(src, 'system.posix_acl_access')
+    except OSError as e:
+        if e.errno != E.ENODATA:
+            raise ufs.Skip(f'the source file system keeps no POSIX ACLs ({E.errorcode[e.errno]})')
+    for opts, why in (('allow_other,posix_acl=off', 'posix_acl=off'),
+                      ('allow_other,xattr=off', 'xattr=off')):
+        one_line_naming(start_fails(['-o', opts, src], opts), ('allow_other', why, 'ACL'), opts)
+
+
 @case
 def control_file(m):
     ufs.require_daemon('the control file is the daemon\'s')
@@ -170,17 +205,14 @@ def connection_dir(mnt):
 
 @case(mount=False, root=True)
 def abort_ends_daemon():
-    """An abort through fusectl ends the daemon within 5 s, with status 0."""
+    """An abort through fusectl ends the daemon within 5 s: it logs the abort
+    at error level, detaches the dead mount and exits 1."""
     ufs.require_daemon()
     with ufs.Mount() as m:
         ufs.write_file(f'{m.mnt}/f', b'x')
         with open(f'{connection_dir(m.mnt)}/abort', 'w') as f:
             f.write('1')
-        m.wait_exit(timeout=5)
-        m.mounted = False
-        if ufs.mount_entry(m.mnt):
-            subprocess.run(['fusermount3', '-u', m.mnt], check=True)
-        m._forget()
+        m.aborted(timeout=5)
 
 
 @case(mount=False)

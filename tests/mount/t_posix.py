@@ -114,6 +114,29 @@ def create(path, mode=0o644):
     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode))
 
 
+def has_acls(path):
+    """Does the file system of path keep POSIX ACLs?"""
+    try:
+        os.getxattr(path, 'system.posix_acl_access')
+    except OSError as e:
+        if e.errno == E.ENODATA:
+            return True
+        if e.errno in (E.EOPNOTSUPP, E.ENOTSUP):
+            return False
+        raise
+    return True
+
+
+def setfacl(*args):
+    subprocess.run(['setfacl', *args], check=True, capture_output=True)
+
+
+def getfacl(path):
+    """The ACL of path as getfacl prints it, without the file name comment."""
+    r = subprocess.run(['getfacl', '-cp', path], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else f'getfacl failed ({r.returncode})'
+
+
 # --- permission checks ------------------------------------------------------
 
 # Owner, group and other bits alone and in the combinations where the class
@@ -200,6 +223,60 @@ def permissions(m):
         got = run_steps(w, perm_steps, who, groups=[ggid()])
         expect(got, perm_model(who), f'permissions as {who}')
     same_as_backing(w, [f'f-{rel}-{mode:03o}' for rel in RELATIONS for mode in PERM_MODES])
+
+
+def make_acl_tree(d):
+    user = ufs.TEST_USER
+    make(f'{d}/denied', b'secret', 0o644)
+    setfacl('-m', f'u:{user}:---', f'{d}/denied')
+    make(f'{d}/granted', b'shared', 0o600)
+    setfacl('-m', f'u:{user}:rw-', f'{d}/granted')
+    make(f'{d}/masked', b'masked', 0o600)
+    setfacl('-m', f'u:{user}:rw-,m::r--', f'{d}/masked')
+    make(f'{d}/by-group', b'group', 0o600)
+    setfacl('-m', f'g:{ufs.TEST_GROUP}:r--', f'{d}/by-group')
+    make_dir(f'{d}/dir-denied', 0o777)
+    setfacl('-m', f'u:{user}:r-x', f'{d}/dir-denied')
+    make_dir(f'{d}/dir-granted', 0o755)
+    setfacl('-m', f'u:{user}:rwx', f'{d}/dir-granted')
+    setfacl('-d', '-m', f'u:{user}:rw-,g::r--,o::---', f'{d}/dir-granted')
+
+
+def acl_steps(d):
+    return [step('read denied', ufs.read_file, f'{d}/denied'),
+            step('write denied', open_close, f'{d}/denied', os.O_WRONLY),
+            step('read granted', ufs.read_file, f'{d}/granted'),
+            step('write granted', open_close, f'{d}/granted', os.O_WRONLY),
+            step('read masked', ufs.read_file, f'{d}/masked'),
+            step('write masked', open_close, f'{d}/masked', os.O_WRONLY),
+            step('read by-group', ufs.read_file, f'{d}/by-group'),
+            step('create in dir-denied', create, f'{d}/dir-denied/new'),
+            step('create in dir-granted', create, f'{d}/dir-granted/new', 0o666),
+            step('mode of the new file', mode_of, f'{d}/dir-granted/new'),
+            step('acl of the new file', getfacl, f'{d}/dir-granted/new')]
+
+
+@posix_case
+def acls_enforced(m):
+    """POSIX ACLs of the backing files decide access through the mount as
+    they do natively: named-user and group entries, the mask, directories,
+    and default ACLs inherited by new files (FUSE_POSIX_ACL, the default)."""
+    w = m.work('acls_enforced')
+    if not has_acls(w.src):
+        raise ufs.Skip('the backing file system keeps no POSIX ACLs')
+    w.setup(make_acl_tree)
+    got = run_steps(w, acl_steps, 'user', groups=[ggid()])
+    expect(got, {'read denied': 'EACCES', 'write denied': 'EACCES', 'read granted': "b'shared'",
+                 'write granted': 'None', 'read masked': "b'masked'", 'write masked': 'EACCES',
+                 'read by-group': "b'group'", 'create in dir-denied': 'EACCES',
+                 'create in dir-granted': 'None', 'mode of the new file': M(0o660)},
+           'POSIX ACL rules as the test user')
+    check_eq(getfacl(f'{w.mnt}/granted'), getfacl(f'{w.src}/granted'), 'getfacl through the mount')
+    # An ACL set through the mount applies at once.
+    setfacl('-m', f'u:{ufs.TEST_USER}:---', f'{w.mnt}/granted')
+    check_eq(ufs.outcome(ufs.as_user, ufs.read_file, f'{w.mnt}/granted').err, E.EACCES,
+             'read after the ACL was set through the mount')
+    check_eq(getfacl(f'{w.src}/granted'), getfacl(f'{w.mnt}/granted'), 'the ACL reached the backing file')
 
 
 def make_group_denied(d):

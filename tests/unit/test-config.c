@@ -176,6 +176,25 @@ static void test_cross_checks(void)
 	cfg.bufpool_buffers = 4;
 	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "bufpool smaller than queue_depth");
 	ufs_config_defaults(&cfg);
+	cfg.allow_other = true;
+	cfg.default_permissions = false;
+	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "allow_other with default_permissions=off");
+	ok(strstr(err.msg, "allow_other") && strstr(err.msg, "default_permissions=off"),
+	   "the message names both options: %s", err.msg);
+	cfg.allow_other = false;
+	is_int(ufs_config_validate(&cfg, &err), 0, "default_permissions=off alone");
+	ufs_config_defaults(&cfg);
+	cfg.request_timeout = 15;
+	cfg.posix_locks = true;
+	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "request_timeout with posix_locks");
+	ok(strstr(err.msg, "request_timeout=15") && strstr(err.msg, "posix_locks=on"),
+	   "the message names both options: %s", err.msg);
+	cfg.posix_locks = false;
+	cfg.flock_locks = true;
+	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "request_timeout with flock_locks");
+	cfg.flock_locks = false;
+	is_int(ufs_config_validate(&cfg, &err), 0, "request_timeout with the kernel's locks");
+	ufs_config_defaults(&cfg);
 	is_int(ufs_config_validate(&cfg, &err), 0, "defaults validate");
 }
 

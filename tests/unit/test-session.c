@@ -49,7 +49,8 @@ static void test_defaults_618(void)
 	ok(conn.uring && !conn.uring_bufpool, "6.18: uring without buffer pools");
 	ok(!(conn.flags & FUSE_WRITEBACK_CACHE), "default: no writeback cache");
 	ok(!(conn.flags & FUSE_PASSTHROUGH), "passthrough is never taken");
-	ok(!(conn.flags & FUSE_POSIX_ACL), "default: posix_acl off");
+	ok(conn.flags & FUSE_POSIX_ACL, "default: the kernel enforces POSIX ACLs");
+	ok(conn.flags & FUSE_DONT_MASK, "default: DONT_MASK for default ACLs");
 	ok(!(conn.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)), "default: the kernel locks locally");
 	ok(conn.flags & FUSE_HANDLE_KILLPRIV_V2, "default: killpriv_v2");
 	ok(!(conn.flags & FUSE_REQUEST_TIMEOUT), "default: no request timeout");
@@ -104,6 +105,16 @@ static void test_config_masks(void)
 	ok(conn.flags & FUSE_REQUEST_TIMEOUT, "request timeout negotiated");
 	is_int(out.max_write, 128 << 10, "max_write 128 KiB");
 	is_int(out.max_pages, 32, "max_pages follows max_write");
+
+	/* FUSE_POSIX_ACL would turn default_permissions back on in the kernel. */
+	ufs_config_defaults(&cfg);
+	cfg.default_permissions = false;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_POSIX_ACL), "default_permissions=off: no POSIX_ACL");
+	ufs_config_defaults(&cfg);
+	cfg.posix_acl = false;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & (FUSE_POSIX_ACL | FUSE_DONT_MASK)), "posix_acl=off: neither flag");
 }
 
 static void test_refusals(void)
