@@ -1,18 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Per-request credentials for calls that create an inode.
+ * Per-request credentials for the calls that create an inode.
  *
- * With allow_other, a daemon running as root creates files for many users.
- * Around mknod, mkdir, symlink, create, link and tmpfile the worker thread
- * takes the caller's fsuid, fsgid and supplementary groups, so the backing
- * file system assigns ownership, applies the setgid-directory rule and
- * checks permissions exactly as for a local call.  The raw system calls are
- * used on purpose: they change only the calling thread, while glibc's
- * wrappers would change every thread of the process.  Changing fsuid from 0
- * also drops CAP_DAC_OVERRIDE, CAP_MKNOD and friends for this thread, and
- * switching back restores them.
+ * Which identity a backing call needs, per operation: with allow_other the
+ * kernel has already checked the caller's permission (default_permissions
+ * is required, and FUSE_POSIX_ACL adds the ACLs), so most calls run with
+ * the daemon's own rights.  What the caller's identity still decides is
+ * what a new inode looks like: its owner, its group (a setgid directory's,
+ * or the caller's fsgid), whether it keeps a setgid bit the caller may not
+ * set, and, for a CREATE that finds the name taken, whether the caller may
+ * open what is there.  So around mknod, mkdir, symlink, create, tmpfile
+ * and a rename's whiteout (and ACCESS, which asks exactly this question)
+ * the worker thread takes the caller's fsuid, fsgid and all of its
+ * supplementary groups, and the backing file system decides as it would
+ * for a local call.  LINK and RENAME create no inode and run as the daemon.
+ *
+ * The kernel sends no supplementary groups but, with FUSE_CREATE_SUPP_GROUP,
+ * the parent directory's group when the caller is in it.  The full list is
+ * read from /proc/PID/status of the calling thread, which waits in the
+ * kernel for our reply.
+ *
+ * The raw system calls are used on purpose: they change only the calling
+ * thread, while glibc's wrappers would change every thread of the process.
+ * Changing fsuid from 0 also drops CAP_DAC_OVERRIDE, CAP_MKNOD and friends
+ * for this thread, and switching back restores them.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -22,7 +37,7 @@
 #include "fs.h"
 #include "log.h"
 
-#define CREDS_MAX_GROUPS 32
+#define CREDS_MAX_GROUPS 65536	/* NGROUPS_MAX */
 
 static int thread_setgroups(size_t n, const gid_t *groups)
 {
@@ -42,29 +57,135 @@ static int thread_setfsgid(gid_t gid)
 	return (gid_t)setfsgid(-1) == gid ? 0 : -EPERM;
 }
 
+/* Room for n groups in c->groups: the inline array, else the heap. */
+static int groups_reserve(struct ufs_creds *c, size_t n)
+{
+	gid_t *p;
+
+	if (n <= c->groups_cap)
+		return 0;
+	p = realloc(c->groups == c->inline_groups ? NULL : c->groups, 2 * n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (c->groups == c->inline_groups)
+		memcpy(p, c->inline_groups, sizeof(c->inline_groups));
+	c->groups = p;
+	c->groups_cap = 2 * n;
+	return 0;
+}
+
+static void groups_release(struct ufs_creds *c)
+{
+	if (c->groups != c->inline_groups)
+		free(c->groups);
+	c->groups = c->inline_groups;
+	c->groups_cap = UFS_CREDS_INLINE_GROUPS;
+}
+
+/* The fourth id of a "Uid:" or "Gid:" line: real, effective, saved, fs. */
+static bool fs_id_is(const char *line, unsigned int want)
+{
+	unsigned int r, e, s, f;
+
+	return sscanf(line, "%u %u %u %u", &r, &e, &s, &f) == 4 && f == want;
+}
+
+/*
+ * The supplementary groups of the calling thread, from /proc/PID/status.
+ * The kernel names the thread in its pid namespace of the mount (0 when
+ * it has none there).  The list is taken only if the thread there still
+ * has the request's fsuid and fsgid: should the caller have died and its
+ * id gone to another process, that one's groups are not ours to use.
+ * Returns the count, or a negative errno.
+ */
+static int caller_groups(const struct ufs_req *req, struct ufs_creds *c)
+{
+	char path[48], *line = NULL;
+	bool uid_ok = false, gid_ok = false;
+	int n = -ESRCH;
+	size_t cap = 0;
+	FILE *f;
+
+	if (!req->in->pid)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u/status", req->in->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		if (!strncmp(line, "Uid:", 4)) {
+			uid_ok = fs_id_is(line + 4, req->in->uid);
+		} else if (!strncmp(line, "Gid:", 4)) {
+			gid_ok = fs_id_is(line + 4, req->in->gid);
+		} else if (!strncmp(line, "Groups:", 7)) {
+			char *p = line + 7, *end;
+
+			n = 0;
+			for (;;) {
+				unsigned long gid = strtoul(p, &end, 10);
+
+				if (end == p)
+					break;
+				if (n == CREDS_MAX_GROUPS || groups_reserve(c, n + 1)) {
+					n = -ENOMEM;
+					break;
+				}
+				c->groups[n++] = gid;
+				p = end;
+			}
+			break;	/* Groups: comes after Uid: and Gid: */
+		}
+	}
+	free(line);
+	fclose(f);
+	if (n >= 0 && !(uid_ok && gid_ok))
+		n = -ESRCH;
+	return n;
+}
+
+/* The kernel's own hint: the parent's group, if the caller is in it. */
+static int extension_groups(const struct ufs_req *req, struct ufs_creds *c)
+{
+	uint32_t n = req->args.group_count;
+
+	if (n > CREDS_MAX_GROUPS || groups_reserve(c, n))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t gid;
+
+		memcpy(&gid, req->args.groups + i * sizeof(gid), sizeof(gid));
+		c->groups[i] = gid;
+	}
+	return n;
+}
+
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved)
 {
-	gid_t groups[CREDS_MAX_GROUPS];
-	uint32_t n = req->args.group_count;
-	int ret;
+	int n, ret;
 
 	saved->switched = false;
+	saved->groups = saved->inline_groups;
+	saved->groups_cap = UFS_CREDS_INLINE_GROUPS;
 	if (!fs->running_as_root || (req->in->uid == 0 && req->in->gid == 0))
 		return 0;
 	if (req->in->uid == FUSE_INVALID_UIDGID || req->in->gid == FUSE_INVALID_UIDGID)
 		return -EOVERFLOW;
 
-	if (n > CREDS_MAX_GROUPS)
-		n = CREDS_MAX_GROUPS;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t gid;
-
-		memcpy(&gid, req->args.groups + i * sizeof(gid), sizeof(gid));
-		groups[i] = gid;
+	n = caller_groups(req, saved);
+	if (n < 0 && n != -ENOMEM) {
+		/* A caller outside our pid namespace, or gone: fewer rights, never more. */
+		ufs_log_once(UFS_LOG_INFO, "the groups of pid %u cannot be read (%s): using the "
+			     "kernel's group hint", req->in->pid, strerror(-n));
+		n = extension_groups(req, saved);
+	}
+	if (n < 0) {
+		groups_release(saved);
+		return n;
 	}
 
 	/* Groups and gid first: once fsuid is not 0 we may lack the right to change them. */
-	ret = thread_setgroups(n, groups);
+	ret = thread_setgroups(n, saved->groups);
+	groups_release(saved);
 	if (ret)
 		return ret;
 	saved->switched = true;

@@ -136,10 +136,15 @@ struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags);
 void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
 
 /* creds.c: run creating calls as the caller */
+#define UFS_CREDS_INLINE_GROUPS 32
 struct ufs_creds {
 	bool switched;
 	uid_t uid;
 	gid_t gid;
+	/* the caller's groups while they are read: inline_groups, or the heap */
+	gid_t *groups;
+	size_t groups_cap;
+	gid_t inline_groups[UFS_CREDS_INLINE_GROUPS];
 };
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
 void ufs_creds_leave(struct ufs_creds *saved);

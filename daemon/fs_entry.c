@@ -275,7 +275,6 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_link_in *in = req->args.op;
 	struct ufs_inode *target;
-	struct ufs_creds creds;
 	char name[32];
 	int ret;
 
@@ -289,44 +288,57 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 		ufs_inode_put(fs, target);
 		return -EPERM;
 	}
+	/*
+	 * A link makes no inode, so it runs as the daemon (see creds.c): the
+	 * kernel has checked the caller's write access to the directory and
+	 * protected_hardlinks.  Link the inode itself, not a name:
+	 * /proc/self/fd/N with AT_SYMLINK_FOLLOW lands on the inode, a symlink
+	 * included.
+	 */
 	ret = ufs_proc_name(target, name, sizeof(name));
 	if (!ret)
-		ret = ufs_creds_enter(fs, req, &creds);
-	if (!ret) {
-		/*
-		 * Link the inode itself, not a name: /proc/self/fd/N with
-		 * AT_SYMLINK_FOLLOW lands on the inode (a symlink included) and
-		 * the kernel applies protected_hardlinks with the caller's identity.
-		 */
 		ret = linkat(fs->proc_fd, name, req->inode->fd, req->args.name, AT_SYMLINK_FOLLOW)
 			      ? -errno : 0;
-		ufs_creds_leave(&creds);
-	}
 	ufs_inode_put(fs, target);
 	return reply_new_entry(fs, req, ret);
 }
 
-/* Whether name in dir is a last link, so removing it frees the file. */
-static bool last_link(int dir, const char *name, struct stat *st)
+/*
+ * An O_PATH hold on what name in dir is now, or -1: after a call that may
+ * remove that name, its link count tells whether the file lost its last
+ * one.  A check before the call would race a link made meanwhile.
+ */
+static int hold_name(int dir, const char *name)
 {
-	return !fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st->st_mode) &&
-	       st->st_nlink == 1;
+	return openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/*
+ * The held file lost its last name: let the inode store close our
+ * descriptor, which alone would keep its space in use until FORGET.
+ */
+static void release_held(struct ufs_fs *fs, int held, bool removed)
+{
+	struct stat st;
+
+	if (held < 0)
+		return;
+	if (removed && !fstat(held, &st) && !st.st_nlink && !S_ISDIR(st.st_mode))
+		ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
+	close(held);
 }
 
 static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)
 {
 	int ret = parent_check(fs, req->inode, req->args.name);
-	bool last;
-	struct stat st;
+	int held;
 
 	if (ret)
 		return ret;
-	last = !(flags & AT_REMOVEDIR) && last_link(req->inode->fd, req->args.name, &st);
-	if (unlinkat(req->inode->fd, req->args.name, flags))
-		return -errno;
-	if (last)
-		ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
-	return 0;
+	held = flags & AT_REMOVEDIR ? -1 : hold_name(req->inode->fd, req->args.name);
+	ret = unlinkat(req->inode->fd, req->args.name, flags) ? -errno : 0;
+	release_held(fs, held, !ret);
+	return ret;
 }
 
 ssize_t ufs_op_unlink(struct ufs_fs *fs, struct ufs_req *req)
@@ -344,7 +356,6 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 {
 	struct ufs_inode *newdir;
 	struct ufs_creds creds = { 0 };
-	struct stat st;
 	int ret;
 
 	if (flags & ~FUSE_RENAME_FLAGS)
@@ -356,23 +367,17 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 	if (!newdir)
 		return -ESTALE;
 	ret = parent_check(fs, newdir, req->args.name2);
-	/* A whiteout is a new inode: create it as the caller. */
+	/* A whiteout is a new inode: create it as the caller (creds.c). */
 	if (!ret && (flags & RENAME_WHITEOUT))
 		ret = ufs_creds_enter(fs, req, &creds);
 	if (!ret) {
 		/* A rename over a last link frees the file it replaces. */
-		struct stat src_st;
-		bool replaced = !(flags & RENAME_EXCHANGE) &&
-				last_link(newdir->fd, req->args.name2, &st) &&
-				!fstatat(req->inode->fd, req->args.name, &src_st,
-					 AT_SYMLINK_NOFOLLOW) &&
-				(src_st.st_ino != st.st_ino || src_st.st_dev != st.st_dev);
+		int held = flags & RENAME_EXCHANGE ? -1 : hold_name(newdir->fd, req->args.name2);
 
 		ret = renameat2(req->inode->fd, req->args.name, newdir->fd, req->args.name2, flags)
 			      ? -errno : 0;
 		ufs_creds_leave(&creds);
-		if (!ret && replaced)
-			ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
+		release_held(fs, held, !ret);
 	}
 	ufs_inode_put(fs, newdir);
 	return ret;

@@ -279,6 +279,72 @@ def acls_enforced(m):
     check_eq(getfacl(f'{w.src}/granted'), getfacl(f'{w.mnt}/granted'), 'the ACL reached the backing file')
 
 
+def make_group_only_tree(d):
+    """Directories the test user may change only through its supplementary
+    group ufs-grp: by the directory's group, and by a group ACL entry."""
+    make_dir(f'{d}/by-owner-group', 0o770, (0, ggid()))
+    make_dir(f'{d}/by-acl', 0o750, (0, 0))
+    setfacl('-m', f'g:{ufs.TEST_GROUP}:rwx', f'{d}/by-acl')
+    for sub in ('by-owner-group', 'by-acl'):
+        make(f'{d}/{sub}/old', b'old', 0o664, (0, ggid()))
+        make(f'{d}/{sub}/victim', b'victim', 0o644, (0, 0))
+        make(f'{d}/{sub}/swap', b'swap', 0o644, (0, 0))
+        make_dir(f'{d}/{sub}/emptydir', 0o755, (0, 0))
+
+
+def group_only_steps(d):
+    out = []
+    for sub in ('by-owner-group', 'by-acl'):
+        p = f'{d}/{sub}'
+        out += [step(f'{sub}: create', create, f'{p}/new'),
+                step(f'{sub}: owner of new', owner_of, f'{p}/new'),
+                step(f'{sub}: mkdir', os.mkdir, f'{p}/newdir'),
+                step(f'{sub}: mkfifo', os.mkfifo, f'{p}/fifo'),
+                step(f'{sub}: symlink', os.symlink, 'new', f'{p}/sym'),
+                step(f'{sub}: link', os.link, f'{p}/new', f'{p}/hard'),
+                step(f'{sub}: link of a group-writable file', os.link, f'{p}/old', f'{p}/old2'),
+                step(f'{sub}: write old', ufs.write_file, f'{p}/old', b'new data'),
+                step(f'{sub}: rename', os.rename, f'{p}/hard', f'{p}/renamed'),
+                step(f'{sub}: rename over', os.rename, f'{p}/renamed', f'{p}/victim'),
+                step(f'{sub}: noreplace', sx.renameat2, f'{p}/sym', f'{p}/new',
+                     sx.RENAME_NOREPLACE),
+                step(f'{sub}: exchange', sx.renameat2, f'{p}/sym', f'{p}/swap',
+                     sx.RENAME_EXCHANGE),
+                step(f'{sub}: whiteout', sx.renameat2, f'{p}/fifo', f'{p}/fifo2',
+                     sx.RENAME_WHITEOUT),
+                step(f'{sub}: owner of the whiteout', owner_of, f'{p}/fifo', False),
+                step(f'{sub}: unlink', os.unlink, f'{p}/old2'),
+                step(f'{sub}: rmdir', os.rmdir, f'{p}/emptydir'),
+                step(f'{sub}: chmod own', os.chmod, f'{p}/new', 0o600),
+                step(f'{sub}: user xattr on own', os.setxattr, f'{p}/new', 'user.k', b'v')]
+    out += [step('rename across', os.rename, f'{d}/by-acl/new', f'{d}/by-owner-group/moved'),
+            step('listing by-owner-group', lambda p: sorted(os.listdir(p)),
+                 f'{d}/by-owner-group'),
+            step('listing by-acl', lambda p: sorted(os.listdir(p)), f'{d}/by-acl')]
+    return out
+
+
+@posix_case
+def supplementary_group_access(m):
+    """Every name operation by a user whose write access to the directory
+    comes only from a supplementary group (the directory's group, or a group
+    ACL entry) works as natively; new inodes get the user's identity."""
+    w = m.work('supplementary_group_access')
+    if not has_acls(w.src):
+        raise ufs.Skip('the backing file system keeps no POSIX ACLs')
+    w.setup(make_group_only_tree)
+    got = run_steps(w, group_only_steps, 'user', groups=[ggid()])
+    owner = repr((uid(), ugid()))
+    for sub in ('by-owner-group', 'by-acl'):
+        expect(got, {f'{sub}: {op}': 'None' for op in (
+            'create', 'mkdir', 'mkfifo', 'symlink', 'link', 'link of a group-writable file',
+            'write old', 'rename', 'rename over', 'exchange', 'whiteout', 'unlink', 'rmdir',
+            'chmod own', 'user xattr on own')} | {f'{sub}: owner of new': owner,
+                                                   f'{sub}: noreplace': 'EEXIST'},
+               f'{sub} as a member of {ufs.TEST_GROUP} only')
+    expect(got, {'rename across': 'None'}, 'rename across')
+
+
 def make_group_denied(d):
     # The user is in the group, the group has no bits, others have all:
     # the group class applies and access is refused.

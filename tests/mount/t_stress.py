@@ -463,3 +463,37 @@ def metadata_stress():
             (os.rmdir if stat.S_ISDIR(os.lstat(path).st_mode) else os.unlink)(path)
         ufs.diag(f'metadata_stress: {names} names in the final tree')
         check_no_leak(m, base, 'metadata_stress')
+
+
+def linkrace_env():
+    """Environment that preloads tests/mount/shim/linkrace.c: see its comment."""
+    shim = ufs.c_helper('shim/linkrace.c', '-shared', '-fPIC', '-ldl', out='linkrace.so')
+    asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
+    return {'LD_PRELOAD': shim, 'ASAN_OPTIONS': asan}
+
+
+@case(mount=False, root=True)
+def link_made_during_unlink():
+    """A local process links a file just before the daemon removes one of its
+    names (unlink, rename over it): the file keeps a name, so the inode must
+    stay usable through the mount, as natively.  Deciding "last link" from a
+    check before the call would close its only descriptor (inode_handles=never)
+    and give ESTALE."""
+    ufs.require_daemon('the race is injected into the daemon')
+    with ufs.Mount(opts='inode_handles=never,attr_timeout=0,entry_timeout=0',
+                   env=linkrace_env()) as m:
+        for how in ('unlink', 'rename'):
+            ufs.write_file(f'{m.src}/race-{how}', how.encode())
+            ufs.write_file(f'{m.src}/from-{how}', b'new')
+            with opened(f'{m.mnt}/race-{how}', os.O_PATH) as fd:
+                if how == 'unlink':
+                    os.unlink(f'{m.mnt}/race-{how}')
+                else:
+                    os.rename(f'{m.mnt}/from-{how}', f'{m.mnt}/race-{how}')
+                check(os.path.exists(f'{m.src}/race-{how}.linked'),
+                      f'{how}: the shim did not link the file (is it preloaded?)')
+                st = ufs.outcome(os.fstat, fd)
+                check(st.err is None, f'{how}: fstat of the file that kept a name: {st}')
+                check_eq(st.value.st_nlink, 1, f'{how}: st_nlink')
+            check_eq(ufs.read_file(f'{m.mnt}/race-{how}.linked'), how.encode(),
+                     f'{how}: contents under the other name')
