@@ -239,9 +239,9 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		close(fd);
 		return ret;
 	}
-	inode = ufs_inode_find_or_insert(fs, fd, &st);
-	if (!inode)
-		return -ENOMEM;
+	ret = ufs_inode_find_or_insert(fs, fd, &st, &inode);
+	if (ret)
+		return ret;
 	ufs_fill_entry(fs, e, inode, &st);
 	return 0;
 }

@@ -119,7 +119,8 @@ void ufs_inode_table_destroy(struct ufs_fs *fs);
 int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st);
 struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid);
 void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode);
-struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st);
+int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
+			     struct ufs_inode **out);
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
 void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);

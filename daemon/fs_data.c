@@ -150,18 +150,35 @@ static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, con
 }
 
 /* The inode for a descriptor we just created: O_PATH to the same file. */
-static struct ufs_inode *inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st)
+static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, struct ufs_inode **out)
 {
 	char proc[32];
 	int pfd;
 
 	if (fstat(fd, st))
-		return NULL;
+		return -errno;
 	snprintf(proc, sizeof(proc), "%d", fd);
 	pfd = openat(fs->proc_fd, proc, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
-		return NULL;
-	return ufs_inode_find_or_insert(fs, pfd, st);
+		return -errno;
+	return ufs_inode_find_or_insert(fs, pfd, st, out);
+}
+
+/*
+ * The CREATE made name but cannot answer (out of descriptors or memory):
+ * take the name away again, as an open(2) that fails creates nothing.
+ * Only if it is still our new, empty file.
+ */
+static void create_undo(struct ufs_req *req, const struct stat *ours)
+{
+	struct stat now;
+
+	if (ours->st_size || ours->st_nlink != 1 ||
+	    fstatat(req->inode->fd, req->args.name, &now, AT_SYMLINK_NOFOLLOW) || now.st_size ||
+	    now.st_dev != ours->st_dev || now.st_ino != ours->st_ino)
+		return;
+	if (unlinkat(req->inode->fd, req->args.name, 0))
+		ufs_log_once(UFS_LOG_WARN, "could not remove a file whose CREATE failed: %m");
 }
 
 /* CREATE and TMPFILE reply an entry followed by an open reply. */
@@ -170,25 +187,30 @@ struct create_reply {
 	struct ufs_open_out open;
 };
 
-static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags)
+static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags,
+			    bool created)
 {
 	struct create_reply *out = req->out;
 	struct ufs_inode *inode;
-	struct stat st;
+	struct stat st = { 0 };	/* no undo unless fstat says what we made */
 	int ret;
 
-	inode = inode_for_fd(fs, fd, &st);
-	if (!inode) {
+	ret = inode_for_fd(fs, fd, &st, &inode);
+	if (ret) {
 		close(fd);
-		return -ENOMEM;
+		goto undo;
 	}
 	ufs_fill_entry(fs, &out->entry, inode, &st);
 	ret = open_file(fs, inode, fd, flags, &out->open);
 	if (ret) {
 		ufs_inode_forget(fs, inode->nodeid, 1);
-		return ret;
+		goto undo;
 	}
 	return sizeof(*out);
+undo:
+	if (created)
+		create_undo(req, &st);
+	return ret;
 }
 
 static int parent_dir_check(struct ufs_fs *fs, struct ufs_inode *parent, const char *name)
@@ -205,6 +227,7 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 	const struct fuse_create_in *in = req->args.op;
 	struct ufs_creds creds;
 	int flags, fd, ret;
+	bool created;
 
 	ret = parent_dir_check(fs, req->inode, req->args.name);
 	if (ret)
@@ -219,13 +242,14 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 		    in->mode);
 	if (fd < 0)
 		fd = -errno;
+	created = fd >= 0;
 	if (fd == -EEXIST && !(in->flags & O_EXCL))
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
 	if (fd < 0)
 		return fd;
-	return create_reply(fs, req, fd, flags);
+	return create_reply(fs, req, fd, flags, created);
 }
 
 ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
@@ -249,7 +273,7 @@ ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
 	ufs_creds_leave(&creds);
 	if (fd < 0)
 		return fd;
-	return create_reply(fs, req, fd, flags);
+	return create_reply(fs, req, fd, flags, false);
 }
 
 static void count_bytes(struct ufs_req *req, uint64_t *(*pick)(struct ufs_stats *), ssize_t n)
@@ -426,10 +450,14 @@ ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
 		return 0;
 	/* close(2) of the client's descriptor drops its POSIX locks. */
 	ufs_lock_release_owner(fs, file->inode, in->lock_owner);
-	/* Close a duplicate so the backing file system sees the close (NFS flushes on close). */
-	fd = dup(file->fd);
+	/*
+	 * Close a duplicate so the backing file system sees the close (NFS
+	 * writes back and reports errors on close).  A close(2) never fails for
+	 * want of a descriptor: without one to spare, fsync does that work.
+	 */
+	fd = fcntl(file->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return errno == EMFILE || errno == ENFILE ? (fsync(file->fd) ? -errno : 0) : -errno;
 	return close(fd) ? -errno : 0;
 }
 

@@ -485,17 +485,20 @@ static bool entry_is_file(const struct ufs_inode *inode, const struct ufs_inode 
 /*
  * Account one kernel lookup for the object fd refers to.  Takes ownership
  * of fd: it becomes the inode's descriptor, or is closed if the inode is
- * already known.  Returns the inode with nlookup incremented, or NULL.
+ * already known.  Returns 0 and the inode with nlookup incremented in *out,
+ * or a negative errno.
  *
  * (st_dev, st_ino) names a file only while it exists: once its last
  * descriptor and link are gone the number can come back for another file.
  * An entry that no longer holds a descriptor is checked by file handle;
  * a stale one leaves the key index and waits for its FORGET.
  */
-struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st)
+int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
+			     struct ufs_inode **out)
 {
 	int evict[2] = { -1, -1 };
 	struct ufs_inode *inode, *fresh;
+	int ret;
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
@@ -504,7 +507,8 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 		pthread_mutex_unlock(&fs->inode_lock);
 		if (fd >= 0)
 			close(fd);
-		return inode;
+		*out = inode;
+		return 0;
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 
@@ -513,16 +517,17 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 		free(fresh);
 		if (fd >= 0)
 			close(fd);
-		return NULL;
+		return -ENOMEM;
 	}
 	fresh->dev = st->st_dev;
 	fresh->ino = st->st_ino;
 	fresh->type = st->st_mode & S_IFMT;
 	fresh->fd = fd;
 	fresh->mount_fd = -1;
-	if (fd >= 0 && inode_handle_make(fs, fresh)) {
+	ret = fd >= 0 ? inode_handle_make(fs, fresh) : 0;
+	if (ret) {
 		inode_free(fresh);
-		return NULL;
+		return ret;
 	}
 
 	pthread_mutex_lock(&fs->inode_lock);
@@ -539,7 +544,8 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 		pthread_mutex_unlock(&fs->inode_lock);
 		close_evicted(evict, 2);
 		inode_free(fresh);
-		return inode;
+		*out = inode;
+		return 0;
 	}
 	if (inode)
 		key_unlink(fs, inode);
@@ -555,7 +561,8 @@ struct ufs_inode *ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const stru
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 	close_evicted(evict, 2);
-	return fresh;
+	*out = fresh;
+	return 0;
 }
 
 /* The root: nodeid FUSE_ROOT_ID, never forgotten, owns fd (SOURCE). */

@@ -542,3 +542,32 @@ def request_timeout_aborts():
                     what='stat after the abort')
         os.kill(m.pid, signal.SIGCONT)
         m.aborted(timeout=5)
+
+
+@case(mount=False, root=True)
+def out_of_descriptors_create():
+    """The daemon out of descriptors in the middle of a CREATE: the caller gets
+    EMFILE (not ENOMEM), and no file is left behind by a create that failed,
+    as with a local open(2) that fails."""
+    ufs.require_daemon('limits the daemon\'s descriptors')
+    import resource
+    with ufs.Mount(opts='inode_handles=never') as m:
+        spare = 12
+        resource.prlimit(m.pid, resource.RLIMIT_NOFILE, (ufs.fd_count(m.pid) + spare,) * 2)
+        made, errors = [], []
+        for i in range(4 * spare):
+            path = f'{m.mnt}/f{i:03d}'
+            got = ufs.outcome(ufs.write_file, path, b'x')
+            if got.err:
+                errors.append(got.err)
+            else:
+                made.append(f'f{i:03d}')
+        check(errors, f'{4 * spare} creates with {spare} descriptors to spare all worked')
+        check_eq({E.errorcode[e] for e in errors} - {'EMFILE', 'ENFILE'}, set(),
+                 'errors of the creates that failed')
+        check_eq(sorted(os.listdir(m.src)), made, 'files in the backing directory')
+        # Forgotten inodes give their descriptors back; the mount recovers.
+        ufs.drop_caches(2)
+        time.sleep(0.5)
+        ufs.write_file(f'{m.mnt}/after', b'y')
+        check_eq(ufs.read_file(f'{m.src}/after'), b'y', 'a create after the descriptors came back')
