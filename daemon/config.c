@@ -89,7 +89,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("async_read", "fuse", async_read, "on"),
 
 	BOOL("xattr", "backing", xattr, "on"),
-	ENUM("xattr_trusted", "backing", xattr_trusted, xattr_policy_names, "deny"),
+	ENUM("xattr_trusted", "backing", xattr_trusted, xattr_policy_names, "allow"),
 	ENUM("xattr_security", "backing", xattr_security, xattr_policy_names, "allow"),
 	BOOL("backing_direct_io", "backing", backing_direct_io, "off"),
 	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),

@@ -199,6 +199,28 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	return ret;
 }
 
+/*
+ * Is the caller in group gid (its fsgid or one of its supplementary
+ * groups)?  For the setgid rules; without a readable group list, only the
+ * kernel's hint counts.
+ */
+bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid)
+{
+	struct ufs_creds c = { .groups = c.inline_groups, .groups_cap = UFS_CREDS_INLINE_GROUPS };
+	bool found = req->in->gid == gid;
+	int n;
+
+	if (found)
+		return true;
+	n = caller_groups(req, &c);
+	if (n < 0)
+		n = extension_groups(req, &c);
+	for (int i = 0; i < n && !found; i++)
+		found = c.groups[i] == gid;
+	groups_release(&c);
+	return found;
+}
+
 void ufs_creds_leave(struct ufs_creds *saved)
 {
 	if (!saved->switched)

@@ -52,6 +52,12 @@ struct dev_worker {
 	unsigned int nslots;
 };
 
+/* A notification is a reply with unique 0 and the notify code in error. */
+int ufs_dev_write_notify(int fd, int code, const void *payload, size_t len)
+{
+	return ufs_dev_write_reply(fd, 0, code, payload, len);
+}
+
 static void dev_reply(struct ufs_req *req, int error, size_t len);
 static void dev_io_submit(struct ufs_req *req);
 

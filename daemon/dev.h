@@ -27,5 +27,7 @@ ssize_t ufs_dev_read_init(int fd, void *buf, size_t size);
 
 /* Write a reply for unique to fd. */
 int ufs_dev_write_reply(int fd, uint64_t unique, int error, const void *payload, size_t len);
+/* Send a notification (FUSE_NOTIFY_*) to the kernel: always on /dev/fuse. */
+int ufs_dev_write_notify(int fd, int code, const void *payload, size_t len);
 
 #endif /* UFS_DEV_H */

@@ -246,20 +246,42 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 	return 0;
 }
 
-/* Clear setuid, and setgid when group-executable, as a write by a non-owner would. */
-int ufs_kill_suidgid(struct ufs_fs *fs, struct ufs_inode *inode, const struct stat *st)
+/*
+ * A write, truncate or chown by a caller without CAP_FSETID (the kernel's
+ * kill flags say so, or a caller other than root where it sends none):
+ * clear setuid/setgid as the backing file system would for a local caller,
+ * by the VFS's rule (setattr_should_drop_suidgid): setuid always, setgid
+ * when the file is group-executable or the caller is neither in its group
+ * nor root.  st->st_gid is the group the rule looks at (a chown's old one).
+ * The kernel keeps the mode it cached, so it is told it is stale.
+ */
+int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
+		     const struct stat *st)
 {
-	mode_t mode = st->st_mode;
+	mode_t mode = st->st_mode, kill = 0;
 	char name[32];
 
-	if (!(mode & S_ISUID) && (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP))
+	if (!S_ISREG(mode))
 		return 0;
-	mode &= ~S_ISUID;
-	if (mode & S_IXGRP)
-		mode &= ~S_ISGID;
+	if (mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((mode & S_ISGID) &&
+	    ((mode & S_IXGRP) || (req->in->uid && !ufs_caller_in_group(req, st->st_gid))))
+		kill |= S_ISGID;
+	if (!kill)
+		return 0;
 	if (ufs_proc_name(inode, name, sizeof(name)))
 		return -EBADF;
-	return fchmodat(fs->proc_fd, name, mode & 07777, 0) ? -errno : 0;
+	if (fchmodat(fs->proc_fd, name, mode & 07777 & ~kill, 0))
+		return -errno;
+	ufs_attr_stale(fs, inode);
+	return 0;
+}
+
+void ufs_attr_stale(struct ufs_fs *fs, const struct ufs_inode *inode)
+{
+	if (fs->attr_stale)
+		fs->attr_stale(fs->upcall_arg, inode->nodeid);
 }
 
 /*

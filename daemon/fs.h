@@ -103,9 +103,15 @@ struct ufs_fs {
 
 	struct ufs_inode *control;	/* the stats control file, or NULL */
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
-	/* Stats snapshot producer for the control file (stats.c). */
+	/*
+	 * What the file system asks of the daemon above it (main.c sets
+	 * them): the control file's stats snapshot, and telling the kernel
+	 * that its cached attributes of nodeid are stale, after a change the
+	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE).
+	 */
 	char *(*control_snapshot)(void *arg, size_t *len);
-	void *control_arg;
+	void (*attr_stale)(void *arg, uint64_t nodeid);
+	void *upcall_arg;
 };
 
 int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source);
@@ -149,6 +155,7 @@ struct ufs_creds {
 };
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
 void ufs_creds_leave(struct ufs_creds *saved);
+bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
 
 /* fs.c helpers shared by the handlers */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
@@ -159,7 +166,9 @@ void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct uf
 void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st);
 int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		  struct fuse_entry_out *e);
-int ufs_kill_suidgid(struct ufs_fs *fs, struct ufs_inode *inode, const struct stat *st);
+int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
+		     const struct stat *st);
+void ufs_attr_stale(struct ufs_fs *fs, const struct ufs_inode *inode);
 void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in);
 void ufs_umask_leave(struct ufs_fs *fs);
 void ufs_inode_ref(struct ufs_fs *fs, struct ufs_inode *inode);

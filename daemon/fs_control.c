@@ -77,7 +77,7 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 		return -ENOMEM;
 	ufs_inode_ref(fs, req->inode);
 	if (fs->control_snapshot)
-		file->control_text = fs->control_snapshot(fs->control_arg, &file->control_len);
+		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
 	ret = ufs_file_register(fs, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);

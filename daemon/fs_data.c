@@ -115,7 +115,7 @@ ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
 		return fd;
 	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
 	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
-		ufs_kill_suidgid(fs, inode, &st);
+		ufs_kill_suidgid(fs, req, inode, &st);
 	ret = open_file(fs, inode, fd, flags, req->out);
 	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
 }
@@ -363,7 +363,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 		return -EBADF;
 	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
 	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(file->fd, &st))
-		ufs_kill_suidgid(fs, file->inode, &st);
+		ufs_kill_suidgid(fs, req, file->inode, &st);
 	follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_WRITE,
@@ -415,7 +415,7 @@ static void kill_suidgid_on_modify(struct ufs_fs *fs, struct ufs_req *req, struc
 	if (!ufs_conn_has(fs->conn, FUSE_HANDLE_KILLPRIV_V2) || !req->in->uid)
 		return;
 	if (!fstat(file->fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
-		ufs_kill_suidgid(fs, file->inode, &st);
+		ufs_kill_suidgid(fs, req, file->inode, &st);
 }
 
 ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
@@ -605,6 +605,9 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 		return -EINVAL;
 	if (ioctl(file->fd, cmd, &arg))
 		return -errno;
+	/* Setting flags changes ctime (and S_APPEND...), which the kernel has cached. */
+	if (cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR)
+		ufs_attr_stale(fs, file->inode);
 	memset(out, 0, sizeof(*out));
 	if (!in->out_size)
 		return sizeof(*out);

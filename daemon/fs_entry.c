@@ -124,8 +124,8 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 	struct ufs_inode *inode = req->inode;
 	struct ufs_file *file = NULL;
 	uint32_t valid = in->valid;
+	struct stat st, before;
 	char name[32];
-	struct stat st;
 	int ret;
 
 	if (inode->control)
@@ -134,6 +134,9 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 		file = ufs_file_lookup(fs, in->fh);
 	if (ufs_proc_name(inode, name, sizeof(name)))
 		return -EBADF;
+	/* The setgid rule looks at the group the file had before a chown. */
+	if ((valid & FATTR_KILL_SUIDGID) && stat_inode(inode, &before))
+		valid &= ~FATTR_KILL_SUIDGID;
 
 	if (valid & FATTR_MODE) {
 		/* chmod of a symlink is refused by Linux; the kernel never asks. */
@@ -156,7 +159,8 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	if ((valid & FATTR_KILL_SUIDGID) && inode->type == S_IFREG &&
 	    !(valid & FATTR_MODE) && !stat_inode(inode, &st)) {
-		ret = ufs_kill_suidgid(fs, inode, &st);
+		st.st_gid = before.st_gid;
+		ret = ufs_kill_suidgid(fs, req, inode, &st);
 		if (ret)
 			return ret;
 	}

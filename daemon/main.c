@@ -362,6 +362,23 @@ static int signals_block(sigset_t *set)
 	return ufs_lock_block_wake_signal();
 }
 
+/*
+ * The kernel's cached attributes of nodeid are stale: FUSE_NOTIFY_INVAL_INODE
+ * with a negative offset drops the attributes and ACLs only, and takes no
+ * inode lock, so it is safe while the request that changed them is in
+ * flight (fs/fuse/inode.c: fuse_reverse_inval_inode).
+ */
+static void attr_stale(void *arg, uint64_t nodeid)
+{
+	struct ufs_daemon *d = arg;
+	struct fuse_notify_inval_inode_out out = { .ino = nodeid, .off = -1, .len = 0 };
+	int ret = ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_INVAL_INODE, &out, sizeof(out));
+
+	/* ENOENT: the kernel has forgotten the inode, nothing is cached. */
+	if (ret && ret != -ENOENT)
+		ufs_log_once(UFS_LOG_WARN, "invalidating cached attributes: %s", strerror(-ret));
+}
+
 static char *control_snapshot(void *arg, size_t *len)
 {
 	return ufs_stats_text(arg, len);
@@ -792,7 +809,8 @@ static int run(struct ufs_daemon *d)
 		goto err_fs;
 	}
 	d->fs.control_snapshot = control_snapshot;
-	d->fs.control_arg = d;
+	d->fs.attr_stale = attr_stale;
+	d->fs.upcall_arg = d;
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->event_fd < 0 || workers_alloc(d)) {
 		fprintf(stderr, "uringfs: out of resources at start-up: %m\n");

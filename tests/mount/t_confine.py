@@ -586,11 +586,11 @@ def xattr_case(opts, want_root, like_backing=True):
 
 @case(root=True, mount=False)
 def xattr_trusted_denied():
-    """The default policy (xattr_trusted=deny): trusted.* cannot be set
-    (EPERM), reads give ENODATA even when the backing file has one, and
-    listxattr hides them.  security.* is allowed by default."""
+    """xattr_trusted=deny: trusted.* cannot be set (EPERM), reads give
+    ENODATA even when the backing file has one, and listxattr hides them.
+    security.* is allowed by default."""
     ufs.require_daemon('the xattr policy is the daemon\'s')
-    xattr_case(None, {'set trusted.new': 'EPERM', 'get trusted.set_behind': 'ENODATA',
+    xattr_case('xattr_trusted=deny', {'set trusted.new': 'EPERM', 'get trusted.set_behind': 'ENODATA',
                       'remove trusted.set_behind': 'EPERM', 'list trusted': '[]',
                       'set security.ufs': 'None', 'get security.set_behind': "b'behind'",
                       'set user.ok': 'None', 'get user.ok': "b'3'"},
@@ -599,11 +599,12 @@ def xattr_trusted_denied():
 
 @case(root=True, mount=False)
 def xattr_trusted_allowed():
-    """xattr_trusted=allow: root sets, reads, lists and removes trusted.*
-    like on the backing file system; the ordinary user still gets EPERM
-    (the kernel checks CAP_SYS_ADMIN before asking the daemon), and cannot
+    """The default policy (xattr_trusted=allow): root sets, reads, lists and
+    removes trusted.* like on the backing file system; the ordinary user
+    still gets EPERM (the kernel checks CAP_SYS_ADMIN before asking the
+    daemon), does not see trusted.* names in lists (as on ext4), and cannot
     set security.capability."""
-    got = xattr_case('xattr_trusted=allow,allow_other',
+    got = xattr_case('allow_other',
                      {'set trusted.new': 'None', 'get trusted.set_behind': "b'behind'",
                       'remove trusted.set_behind': 'None', 'list trusted': "['trusted.new']",
                       'set user.ok': 'None'})
@@ -618,17 +619,17 @@ def xattr_security_denied():
     xattr_case('xattr_security=deny',
                {'set security.ufs': 'EPERM', 'get security.set_behind': 'ENODATA',
                 'list security': '[]', 'set security.capability': 'EPERM',
-                'set trusted.new': 'EPERM', 'set user.ok': 'None'},
+                'set trusted.new': 'None', 'set user.ok': 'None'},
                like_backing=False)
 
 
 @case(root=True, mount=False)
 def xattr_backing_untouched():
-    """With the default policy nothing written to trusted.* through the
+    """With xattr_trusted=deny nothing written to trusted.* through the
     mount reaches the backing file, and a trusted.* set behind the mount
     stays."""
     ufs.require_daemon('the xattr policy is the daemon\'s')
-    with confined() as (m, t):
+    with confined('xattr_trusted=deny') as (m, t):
         make_xattr_file(f'{t.src}/f')
         xattr_steps(f'{m.mnt}/f')
         names = sorted(os.listxattr(f'{t.src}/f'))

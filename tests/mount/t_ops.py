@@ -1002,9 +1002,14 @@ def ioctl_flags(m):
             raise ufs.Skip(f'the backing fs has no FS_IOC_GETFLAGS ({ufs.errname(base.err)})')
         check_eq(hex(getflags(fd)), hex(base.value), 'FS_IOC_GETFLAGS vs backing')
         for flags in (base.value | sx.FS_NODUMP_FL, base.value | sx.FS_NOATIME_FL, base.value):
+            os.stat(f'{w.mnt}/f')       # the kernel caches the attributes
+            time.sleep(0.01)            # so the ctime that follows differs
             setflags(fd, flags)
             check_eq(hex(getflags(back)), hex(flags), 'backing flags after FS_IOC_SETFLAGS')
             check_eq(hex(getflags(fd)), hex(flags), 'flags through the mount')
+            # The change moved ctime; the kernel must not show the one it cached.
+            check_eq(os.stat(f'{w.mnt}/f').st_ctime_ns, os.fstat(back).st_ctime_ns,
+                     'ctime through the mount after FS_IOC_SETFLAGS')
 
 
 UNKNOWN_IOCTL = (ord('u') << 8) | 0xf3  # _IO('u', 0xf3): no driver knows it

@@ -651,35 +651,54 @@ def kill_writes():
             ('PUNCH_HOLE', punch), ('append', append), ('copy_file_range', copy_into)]
 
 
+# Whose files the writer changes: another user's in the writer's group, the
+# writer's own, and a stranger's in a group the writer is not in.
+KILL_OWNERS = ('other', 'mine', 'stranger')
+
+
+def kill_ids(owner):
+    return {'other': (OTHER, ggid()), 'mine': (uid(), ugid()), 'stranger': (OTHER, OTHER)}[owner]
+
+
 def make_kill_tree(d):
-    for owner in ('other', 'mine'):
-        ids = (OTHER, ggid()) if owner == 'other' else (uid(), ugid())
+    for owner in KILL_OWNERS:
         for how, _ in kill_writes():
             for mode in KILL_MODES:
-                make(f'{d}/{owner}-{how}-{mode:o}', b'0123456789', mode, ids)
+                make(f'{d}/{owner}-{how}-{mode:o}', b'0123456789', mode, kill_ids(owner))
+
+
+def cached_mode_of(path):
+    """The mode as the kernel has it cached: statx asking for STATX_MODE
+    only does not refetch attributes that a write left valid."""
+    return oct(stat.S_IMODE(sx.statx(path, sx.STATX_MODE)['mode']))
 
 
 def kill_steps(d):
     out = []
-    for owner in ('other', 'mine'):
+    for owner in KILL_OWNERS:
         for how, fn in kill_writes():
             for mode in KILL_MODES:
                 path = f'{d}/{owner}-{how}-{mode:o}'
                 out.append(step(f'{how} {owner} {mode:o}', fn, path))
+                out.append(step(f'cached mode after {how} {owner} {mode:o}', cached_mode_of,
+                                path))
                 out.append(step(f'mode after {how} {owner} {mode:o}', mode_of, path))
     return out
 
 
 def kill_model(who):
     want = {}
-    for owner in ('other', 'mine'):
+    for owner in KILL_OWNERS:
         for how, _ in kill_writes():
             for mode in KILL_MODES:
                 after = mode
-                if who == 'user':  # no CAP_FSETID: suid always, sgid if group-exec
+                if who == 'user':
+                    # No CAP_FSETID (setattr_should_drop_suidgid): suid always,
+                    # sgid if the group may execute or the writer is not in it.
                     after &= ~0o4000
-                    if mode & 0o010:
+                    if mode & 0o010 or owner == 'stranger':
                         after &= ~0o2000
+                want[f'cached mode after {how} {owner} {mode:o}'] = M(after)
                 want[f'mode after {how} {owner} {mode:o}'] = M(after)
     return want
 
@@ -687,7 +706,9 @@ def kill_model(who):
 @posix_case
 def suid_killed_by_write(m):
     """Writing, truncating or allocating as a user without CAP_FSETID clears
-    setuid, and setgid when the group may execute; root's writes keep them."""
+    setuid, and setgid when the group may execute or the writer is not in
+    the file's group; root's writes keep them.  The kernel's cached mode
+    shows it at once."""
     for who in WHO:
         w = m.work(f'suid_killed_{who}')
         w.setup(make_kill_tree)
