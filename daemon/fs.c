@@ -142,14 +142,33 @@ int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len)
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
 {
 	char name[32];
-	int fd;
 
 	if (inode->type != S_IFREG && inode->type != S_IFDIR)
 		return -ENXIO;
 	if (ufs_proc_name(inode, name, sizeof(name)))
 		return -EBADF;
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_PATH);
-	fd = openat(fs->proc_fd, name, flags | O_CLOEXEC);
+	if (inode->type == S_IFDIR)
+		flags |= O_DIRECTORY;
+	return ufs_open_noatime(fs, fs->proc_fd, name, flags | O_CLOEXEC, 0);
+}
+
+/*
+ * openat() of a backing file or directory, with O_NOATIME where the mount
+ * asks for it (noatime, nodiratime).  Only the owner or CAP_FOWNER may use
+ * O_NOATIME: a daemon without it then reads like any other process.
+ */
+int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+{
+	bool dir = flags & O_DIRECTORY;
+	int fd = -1;
+
+	if (fs->noatime || (dir && fs->nodiratime)) {
+		fd = openat(dirfd, name, flags | O_NOATIME, mode);
+		if (fd >= 0 || errno != EPERM)
+			return fd < 0 ? -errno : fd;
+	}
+	fd = openat(dirfd, name, flags, mode);
 	return fd < 0 ? -errno : fd;
 }
 

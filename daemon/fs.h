@@ -75,6 +75,7 @@ struct ufs_fs {
 	size_t root_path_len;
 	bool running_as_root;
 	bool backing_acls;		/* SOURCE keeps POSIX ACLs (probed at its root) */
+	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
 	struct ufs_inode *root;
 
 	pthread_mutex_t inode_lock;	/* take before any inode->lock */
@@ -159,6 +160,7 @@ bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
 
 /* fs.c helpers shared by the handlers */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
+int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
 void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,

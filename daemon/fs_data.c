@@ -141,9 +141,7 @@ static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, con
 		fd = S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
 	} else {
 		snprintf(proc, sizeof(proc), "%d", pfd);
-		fd = openat(fs->proc_fd, proc, flags | O_CLOEXEC);
-		if (fd < 0)
-			fd = -errno;
+		fd = ufs_open_noatime(fs, fs->proc_fd, proc, flags | O_CLOEXEC, 0);
 	}
 	close(pfd);
 	return fd;
@@ -238,10 +236,8 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 		return ret;
 	ufs_umask_enter(fs, in->umask);
 	/* Always O_EXCL|O_NOFOLLOW first, so no existing name is followed. */
-	fd = openat(req->inode->fd, req->args.name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    in->mode);
-	if (fd < 0)
-		fd = -errno;
+	fd = ufs_open_noatime(fs, req->inode->fd, req->args.name,
+			      flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, in->mode);
 	created = fd >= 0;
 	if (fd == -EEXIST && !(in->flags & O_EXCL))
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
@@ -266,9 +262,7 @@ ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	ufs_umask_enter(fs, in->umask);
-	fd = openat(req->inode->fd, ".", flags | O_CLOEXEC, in->mode);
-	if (fd < 0)
-		fd = -errno;
+	fd = ufs_open_noatime(fs, req->inode->fd, ".", flags | O_CLOEXEC, in->mode);
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
 	if (fd < 0)

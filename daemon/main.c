@@ -801,6 +801,8 @@ static int run(struct ufs_daemon *d)
 		return 1;
 	}
 	d->fs.conn = &d->conn;
+	d->fs.noatime = d->mount_opts.noatime;
+	d->fs.nodiratime = d->mount_opts.nodiratime;
 	/* Settings that would leave ACLs unenforced are refused before mounting. */
 	why = d->cfg.allow_other ? ufs_acls_unenforced(&d->fs, NULL) : NULL;
 	if (why) {

@@ -23,8 +23,23 @@
 /* Options mount(8) and fusermount3 understand; passed on to libfuse. */
 static const char *const kernel_flags[] = {
 	"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
-	"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime",
-	"nostrictatime", "lazytime", "nolazytime", "dirsync", "auto_unmount", NULL,
+	"atime", "noatime", "dirsync", "auto_unmount", NULL,
+};
+
+/*
+ * atime through a FUSE mount is the daemon's business: the kernel marks every
+ * FUSE inode S_NOATIME, and a backing file's atime moves by the backing
+ * mount's rules when the daemon reads it.  So noatime and nodiratime are kept
+ * by opening backing files with O_NOATIME; the words that name the default
+ * are accepted; those that ask for more updates than the backing mount makes
+ * cannot be kept and are refused.  libfuse 3.14 knows none of these but
+ * atime and noatime.
+ */
+static const char *const atime_default_words[] = {
+	"relatime", "diratime", "nostrictatime", "nolazytime", NULL,
+};
+static const char *const atime_refused_words[] = {
+	"strictatime", "norelatime", "lazytime", NULL,
 };
 
 /* Options with a value that libfuse passes to the kernel. */
@@ -114,6 +129,19 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 		if (ret)
 			error_set(err, "mount option %s", e.msg);
 		return ret;
+	}
+	if (!value && !strcmp(opt, "noatime"))
+		mo->noatime = mo->nodiratime = true;	/* and on to the kernel below */
+	if (!value && !strcmp(opt, "nodiratime")) {
+		mo->nodiratime = true;
+		return 0;
+	}
+	if (!value && in_list(atime_default_words, opt))
+		return 0;
+	if (!value && in_list(atime_refused_words, opt)) {
+		error_set(err, "mount option %s: atime follows the source's own mount through "
+			       "uringfs; only noatime and nodiratime can be asked for", opt);
+		return -EINVAL;
 	}
 	if ((!value && in_list(kernel_flags, opt)) || (value && in_list(kernel_keys, opt))) {
 		if (value)

@@ -18,6 +18,8 @@ struct ufs_mount_opts {
 	char kernel[1024];	/* mount options for libfuse: ro, nosuid, fsname=... */
 	char config[PATH_MAX];	/* config=FILE */
 	bool has_config;
+	bool noatime;		/* backing files are opened O_NOATIME */
+	bool nodiratime;	/* backing directories are */
 };
 
 /*

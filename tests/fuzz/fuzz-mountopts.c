@@ -24,8 +24,7 @@
 /* Options the daemon hands to libfuse: the flags and the keys with a value. */
 static const char *const kernel_flags[] = {
 	"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
-	"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime",
-	"nostrictatime", "lazytime", "nolazytime", "dirsync", "auto_unmount", NULL,
+	"atime", "noatime", "dirsync", "auto_unmount", NULL,
 };
 static const char *const kernel_keys[] = {
 	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",

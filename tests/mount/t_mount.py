@@ -123,6 +123,8 @@ def bad_option_fails():
     src = ufs.scratch_dir('src')
     start_fails(['-o', 'no_such_option=1', src], 'unknown option')
     start_fails(['-o', 'io_uring=maybe', src], 'io_uring=maybe')
+    one_line_naming(start_fails(['-o', 'strictatime', src], 'strictatime'), ('strictatime',),
+                    'strictatime')
 
 
 def one_line_naming(stderr, words, what):

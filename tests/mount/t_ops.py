@@ -1148,3 +1148,37 @@ def errno_exdev(m):
     check_errno(E.EXDEV, os.rename, f'{m.tmp}/outside', f'{w.mnt}/outside')
     check_errno(E.EXDEV, os.link, f'{m.tmp}/outside', f'{w.mnt}/outside')
     check(os.path.exists(f'{w.src}/f') and not os.path.exists(f'{m.tmp}/f'), 'file moved')
+
+
+OLD_ATIME = 978307200 * 10**9       # 2001-01-01: any read on a relatime mount moves it
+
+
+def atime_after_reads(opts):
+    """(file atime, directory atime) of the backing file and directory
+    after reading both through a mount with opts; both start at OLD_ATIME."""
+    with ufs.Mount(opts=opts) as m:
+        os.mkdir(f'{m.src}/d')
+        ufs.write_file(f'{m.src}/d/f', DATA[:8192])
+        for path in (f'{m.src}/d/f', f'{m.src}/d'):
+            os.utime(path, ns=(OLD_ATIME, os.stat(path).st_mtime_ns))
+        check_eq(ufs.read_file(f'{m.mnt}/d/f'), DATA[:8192], 'contents')
+        check_eq(os.listdir(f'{m.mnt}/d'), ['f'], 'listing')
+        return os.stat(f'{m.src}/d/f').st_atime_ns, os.stat(f'{m.src}/d').st_atime_ns
+
+
+@case(mount=False, root=True)
+def atime_mount_options():
+    """noatime keeps the backing files' and directories' atimes, nodiratime
+    the directories', as on a local mount with those options; relatime
+    (the default) lets the backing mount move them.  strictatime, which
+    would ask for more than the backing mount does, is refused."""
+    ufs.require_daemon('the daemon keeps these options')
+    f, d = atime_after_reads('relatime')
+    check(f != OLD_ATIME and d != OLD_ATIME,
+          'relatime: the reads did not move the backing atimes (is the source mounted noatime?)')
+    check_eq(atime_after_reads('noatime'), (OLD_ATIME, OLD_ATIME), 'noatime: (file, dir) atime')
+    f, d = atime_after_reads('nodiratime')
+    check(f != OLD_ATIME, 'nodiratime: the file read did not move its atime')
+    check_eq(d, OLD_ATIME, 'nodiratime: directory atime')
+    with ufs.Mount(opts='noatime') as m:
+        check('noatime' in m.entry.options, f'noatime not in the mount options {m.entry.options}')

@@ -42,7 +42,7 @@ static void test_defaults(void)
 	ok(!cfg.allow_other, "allow_other defaults to off");
 	is_str(cfg.stats_file, ".uringfs", "stats_file defaults to .uringfs");
 	is_int(cfg.log_level, UFS_LOG_INFO, "log_level defaults to info");
-	is_int(cfg.xattr_trusted, UFS_XATTR_DENY, "trusted. xattrs denied by default");
+	is_int(cfg.xattr_trusted, UFS_XATTR_ALLOW, "trusted. xattrs pass by default (the kernel gates them)");
 }
 
 static void test_values(void)

@@ -39,6 +39,18 @@ int main(void)
 
 	is_int(parse("ro,nosuid,nodev,noatime,fsname=tank", &cfg, &mo, &err), 0, "kernel flags");
 	is_str(mo.kernel, "ro,nosuid,nodev,noatime,fsname=tank", "kernel flags pass through");
+	ok(mo.noatime && mo.nodiratime, "noatime: backing opens take O_NOATIME");
+
+	/* atime words: the daemon keeps them; libfuse 3.14 would refuse most. */
+	memset(&mo, 0, sizeof(mo));
+	is_int(parse("relatime,diratime,nostrictatime,nolazytime,nodiratime", &cfg, &mo, &err), 0,
+	       "atime words that name the default, and nodiratime");
+	is_str(mo.kernel, "", "none of them reaches libfuse");
+	ok(mo.nodiratime && !mo.noatime, "nodiratime: directories only");
+	is_int(parse("strictatime", &cfg, &mo, &err), -EINVAL, "strictatime refused");
+	ok(strstr(err.msg, "strictatime") != NULL, "the message names it: %s", err.msg);
+	is_int(parse("lazytime", &cfg, &mo, &err), -EINVAL, "lazytime refused");
+	is_int(parse("norelatime", &cfg, &mo, &err), -EINVAL, "norelatime refused");
 
 	is_int(parse("cpus=0\\,1", &cfg, &mo, &err), 0, "escaped comma in a value");
 	is_str(cfg.cpus, "0,1", "cpus=0,1 via \\,");
