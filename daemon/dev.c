@@ -111,8 +111,12 @@ static struct dev_slot *slot_alloc(struct dev_worker *dw)
 	if (!slot)
 		return NULL;
 	slot->dw = dw;
-	/* The kernel refuses reads smaller than max_write plus the headers. */
-	slot->in_size = conn->max_write + PAGE;
+	/*
+	 * The kernel refuses reads smaller than a request: max_write of data,
+	 * or an extended attribute, plus the headers (E2BIG for a SETXATTR).
+	 */
+	slot->in_size = (conn->max_write > UFS_XATTR_PAYLOAD_MAX ? conn->max_write :
+			 UFS_XATTR_PAYLOAD_MAX) + PAGE;
 	slot->out_size = (size_t)conn->max_pages * PAGE;
 	if (slot->out_size < REPLY_MIN)
 		slot->out_size = REPLY_MIN;

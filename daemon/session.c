@@ -132,9 +132,16 @@ int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
 	/*
 	 * The kernel caps max_pages at fs.fuse.max_pages_limit, and a
 	 * max_write above max_pages pages only inflates every io_uring payload
-	 * buffer (max_payload_sz takes the larger): keep them equal.
+	 * buffer (max_payload_sz takes the larger): keep them equal, but never
+	 * below an extended attribute's size.  Over io_uring the kernel copies
+	 * a request's payload into the entry's buffer and a reply's out of it
+	 * without checking its length (fs/fuse/dev_uring.c:
+	 * fuse_uring_args_to_ring, fuse_uring_copy_from_ring), so a 64 KiB
+	 * SETXATTR or GETXATTR must fit: max_write alone may be smaller.
 	 */
 	max_pages = (cfg->max_write + page - 1) / page;
+	if (max_pages < (UFS_XATTR_PAYLOAD_MAX + page - 1) / page)
+		max_pages = (UFS_XATTR_PAYLOAD_MAX + page - 1) / page;
 	if (!(flags & FUSE_MAX_PAGES))
 		max_pages = 32; /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
 	if (max_pages > lim->max_pages_limit)
@@ -152,10 +159,17 @@ int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
 		conn->max_payload = (size_t)max_pages * page;
 
 	conn->uring_offered = (conn->offered & FUSE_OVER_IO_URING) != 0;
+	if (conn->max_payload < UFS_XATTR_PAYLOAD_MAX && (flags & FUSE_OVER_IO_URING)) {
+		/* fs.fuse.max_pages_limit below 17 pages: the ring cannot hold one. */
+		flags &= ~FUSE_OVER_IO_URING;
+		conn->flags = flags;
+		conn->uring_off_reason = "fs.fuse.max_pages_limit is too small for io_uring "
+					 "payload buffers to hold a 64 KiB extended attribute";
+	}
 	conn->uring = (flags & FUSE_OVER_IO_URING) != 0;
 	conn->uring_bufpool = conn->uring && (conn->offered & FUSE_HAS_IO_URING_BUFPOOL);
-	conn->uring_off_reason = conn->uring ? NULL : uring_off_reason(cfg, want_uring,
-								       conn->offered);
+	if (!conn->uring && !conn->uring_off_reason)
+		conn->uring_off_reason = uring_off_reason(cfg, want_uring, conn->offered);
 
 	out->max_readahead = in->max_readahead;
 	out->flags = (uint32_t)flags;

@@ -13,6 +13,14 @@
 #include "config.h"
 #include "fuse_abi.h"
 
+/*
+ * The largest payload that is not file data: a SETXATTR's name and value
+ * (XATTR_NAME_MAX + 1 + XATTR_SIZE_MAX), beyond a GETXATTR value or a
+ * LISTXATTR list (XATTR_SIZE_MAX, XATTR_LIST_MAX).  Every request buffer
+ * must hold it, whatever max_write says.
+ */
+#define UFS_XATTR_PAYLOAD_MAX (256 + 65536)
+
 struct ufs_conn {
 	uint32_t minor;			/* protocol minor both sides speak */
 	uint64_t offered;		/* flags the kernel offered */

@@ -571,3 +571,35 @@ def out_of_descriptors_create():
         time.sleep(0.5)
         ufs.write_file(f'{m.mnt}/after', b'y')
         check_eq(ufs.read_file(f'{m.src}/after'), b'y', 'a create after the descriptors came back')
+
+
+def big_xattr_steps(d):
+    """64 KiB values and a list near 64 KiB, with every size probe."""
+    f = f'{d}/f'
+    ufs.write_file(f, b'x')
+    out = [('set 64 KiB', str(ufs.outcome(os.setxattr, f, 'user.big', ufs.pattern(65536))))]
+    out.append(('get 64 KiB', str(ufs.outcome(lambda: zlib.crc32(os.getxattr(f, 'user.big'))))))
+    for i in range(280):
+        os.setxattr(f, f'user.n{i:03d}-' + 'y' * 220, b'1')
+    names = ufs.outcome(os.listxattr, f)
+    out.append(('list', str(ufs.outcome(
+        lambda: (len(names.value), zlib.crc32('\0'.join(sorted(names.value)).encode()))))))
+    out.append(('remove', str(ufs.outcome(os.removexattr, f, 'user.big'))))
+    return out
+
+
+@case(mount=False, root=True, timeout=90)
+def xattr_64k_small_max_write():
+    """With max_write=4096 a 64 KiB extended attribute still goes both ways
+    and a 64 KiB list comes back, on either transport: every request buffer
+    (and every io_uring payload buffer, which the kernel fills without a
+    length check) holds one."""
+    ufs.require_daemon('the daemon sizes its buffers')
+    with tmpfs('64m') as fs:
+        os.mkdir(f'{fs}/src')
+        os.mkdir(f'{fs}/ref')
+        with ufs.Mount(opts='max_write=4096', source=f'{fs}/src') as m:
+            got = big_xattr_steps(m.mnt)
+            want = big_xattr_steps(f'{fs}/ref')
+            check_eq(got, want, 'xattr steps (mount, reference)')
+            check_eq(dict(got)['set 64 KiB'], 'None', 'a 64 KiB value was set')

@@ -157,6 +157,24 @@ static void test_limits(void)
 	is_int(out.max_pages, 64, "max_pages_limit caps max_pages");
 	is_int(out.max_write, 64 * 4096, "max_write follows the cap");
 	is_int(conn.max_payload, 64 * 4096, "payload follows the cap");
+
+	/* A request buffer holds a 64 KiB extended attribute, whatever max_write says. */
+	ufs_config_defaults(&cfg);
+	cfg.max_write = 4096;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	is_int(out.max_write, 4096, "max_write=4096 is kept");
+	is_int(out.max_pages, 17, "max_pages still holds an xattr (17 pages)");
+	ok(conn.max_payload >= UFS_XATTR_PAYLOAD_MAX, "payload %zu holds an xattr", conn.max_payload);
+	ok(conn.uring, "io_uring stays on");
+
+	/* A max_pages_limit that cannot: no io_uring, and the reason says why. */
+	const struct ufs_init_limits tiny = { .page_size = 4096, .max_pages_limit = 8 };
+
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &tiny, true, &out, &conn);
+	ok(!conn.uring && !(out.flags2 & (FUSE_OVER_IO_URING >> 32)),
+	   "max_pages_limit=8: io_uring declined");
+	ok(conn.uring_off_reason && strstr(conn.uring_off_reason, "max_pages_limit"),
+	   "the reason names max_pages_limit: %s", conn.uring_off_reason);
 }
 
 int main(void)
