@@ -34,11 +34,13 @@
 
 #define OFFSET_MAX_FUSE INT64_MAX
 
+/* One lock owner's open file description on an inode; protected by inode->lock. */
 struct ufs_lock_owner {
 	struct ufs_lock_owner *next;
 	uint64_t owner;
 	int fd;
 	pid_t pid;			/* the process that last locked through it */
+	unsigned int waiters;		/* SETLKWs waiting on fd: it must stay open */
 };
 
 /* A SETLKW waiting on its helper thread; protected by waits_lock. */
@@ -48,6 +50,7 @@ struct lock_wait {
 	pthread_t thread;
 	struct ufs_req *req;
 	struct ufs_inode *inode;
+	struct ufs_lock_owner *owner;	/* POSIX: its waiters count holds it open */
 	int fd;
 	bool flock;
 	int flock_op;
@@ -119,8 +122,17 @@ static int owner_get(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner,
 	return 0;
 }
 
+/*
+ * close(2) of any descriptor drops every POSIX lock its owner holds on the
+ * inode (FLUSH says so).  Closing the owner's description does that in one
+ * call, but a SETLKW of the same owner (another thread of the process) may
+ * be waiting on it: Linux lets that wait go on, and a lock granted then is
+ * held.  Granted on a closed description, it would vanish at once, so then
+ * the locks are unlocked instead and the description stays.
+ */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner)
 {
+	struct flock all = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
 	struct ufs_lock_owner **pp, *o = NULL;
 
 	(void)fs;
@@ -128,7 +140,12 @@ void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t
 	for (pp = &inode->lock_owners; *pp; pp = &(*pp)->next) {
 		if ((*pp)->owner == owner) {
 			o = *pp;
-			*pp = o->next;
+			if (o->waiters) {
+				fcntl(o->fd, F_OFD_SETLK, &all);
+				o = NULL;
+			} else {
+				*pp = o->next;
+			}
 			break;
 		}
 	}
@@ -238,9 +255,15 @@ static int flock_op(const struct fuse_lk_in *in, bool wait)
 	return wait ? op : op | LOCK_NB;
 }
 
-/* Take or drop a lock without waiting.  Returns 0, -EAGAIN on conflict, or an error. */
+/*
+ * Take or drop a lock without waiting.  Returns 0, -EAGAIN on conflict, or an
+ * error.  With waiter, a POSIX conflict also returns the owner with a waiter
+ * counted, so that its description stays open for the wait (the caller
+ * ends it with wait_end()).
+ */
 static int lock_try(struct ufs_fs *fs, struct ufs_req *req, const struct fuse_lk_in *in,
-		    struct ufs_file *file, int *wait_fd, struct flock *fl)
+		    struct ufs_file *file, int *wait_fd, struct flock *fl,
+		    struct ufs_lock_owner **waiter)
 {
 	struct ufs_inode *inode = req->inode;
 	struct ufs_lock_owner *o;
@@ -266,9 +289,25 @@ static int lock_try(struct ufs_fs *fs, struct ufs_req *req, const struct fuse_lk
 		ret = fcntl(o->fd, F_OFD_SETLK, fl) ? -errno : 0;
 		if (!ret && in->lk.type != F_UNLCK)
 			o->pid = in->lk.pid;
+		if (ret == -EACCES)
+			ret = -EAGAIN;
+		if (ret == -EAGAIN && waiter) {
+			o->waiters++;
+			*waiter = o;
+		}
 	}
 	pthread_mutex_unlock(&inode->lock);
-	return ret == -EACCES ? -EAGAIN : ret;
+	return ret;
+}
+
+/* A wait on an owner's description is over. */
+static void wait_end(struct ufs_inode *inode, struct ufs_lock_owner *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_lock(&inode->lock);
+	o->waiters--;
+	pthread_mutex_unlock(&inode->lock);
 }
 
 ssize_t ufs_op_setlk(struct ufs_fs *fs, struct ufs_req *req)
@@ -280,7 +319,7 @@ ssize_t ufs_op_setlk(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file || file->fd < 0)
 		return -EBADF;
-	return lock_try(fs, req, in, file, &fd, &fl);
+	return lock_try(fs, req, in, file, &fd, &fl, NULL);
 }
 
 static void wait_unlink(struct lock_wait *w)
@@ -330,13 +369,11 @@ static void *wait_thread(void *arg)
 
 	ret = wait_blocking(w);
 	wait_unlink(w);
-	if (!ret && !w->flock) {
-		struct ufs_lock_owner *o;
-
+	if (w->owner) {
 		pthread_mutex_lock(&w->inode->lock);
-		o = owner_find(w->inode, ((const struct fuse_lk_in *)req->args.op)->owner);
-		if (o)
-			o->pid = ((const struct fuse_lk_in *)req->args.op)->lk.pid;
+		if (!ret)
+			w->owner->pid = ((const struct fuse_lk_in *)req->args.op)->lk.pid;
+		w->owner->waiters--;
 		pthread_mutex_unlock(&w->inode->lock);
 	}
 	free(w);
@@ -346,7 +383,7 @@ static void *wait_thread(void *arg)
 }
 
 static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
-		      const struct flock *fl)
+		      const struct flock *fl, struct ufs_lock_owner *owner)
 {
 	struct lock_wait *w = calloc(1, sizeof(*w));
 	pthread_attr_t attr;
@@ -354,6 +391,7 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 
 	if (!w)
 		return -ENOMEM;
+	w->owner = owner;
 	pthread_once(&wake_signal_once, wake_signal_install);
 	w->unique = req->in->unique;
 	w->req = req;
@@ -370,7 +408,7 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 	if (waits_stopping) {
 		pthread_mutex_unlock(&waits_lock);
 		free(w);
-		return -EINTR;
+		return -EINTR;	/* the caller ends the owner's wait */
 	}
 	w->next = waits;
 	waits = w;
@@ -393,22 +431,24 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_lock_owner *owner = NULL;
 	struct flock fl;
 	int fd = -1, ret;
 
 	if (!file || file->fd < 0)
 		return -EBADF;
 	/* Most waits are not waits at all: try first, on the worker. */
-	ret = lock_try(fs, req, in, file, &fd, &fl);
+	ret = lock_try(fs, req, in, file, &fd, &fl, &owner);
 	if (ret != -EAGAIN)
 		return ret;
-	if (req->xops->hold) {
-		ret = req->xops->hold(req);
-		if (ret)
-			return ret;
+	ret = req->xops->hold ? req->xops->hold(req) : 0;
+	if (!ret)
+		ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl, owner);
+	if (ret) {
+		wait_end(req->inode, owner);
+		return ret;
 	}
-	ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl);
-	return ret ? ret : -UFS_EQUEUED;
+	return -UFS_EQUEUED;
 }
 
 /* INTERRUPT: wake a SETLKW waiting for the named request, if there is one. */

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import os
 import signal
+import threading
 import time
 
 import ufs
@@ -230,3 +231,49 @@ def setlkw_eintr(m):
     check_eq(err, 'EINTR', 'F_SETLKW interrupted by a signal')
     check(elapsed < 5, f'the interrupted F_SETLKW took {elapsed:.1f} s')
     check(stat_time < 1, f'stat after the interrupted lock took {stat_time:.1f} s')
+
+
+def try_lock(chan, path):
+    """Child: can another process take a write lock on path now?"""
+    with opened(path, os.O_RDWR) as fd:
+        err = ufs.outcome(sx.lock, fd, fcntl.F_SETLK, WR, 0, 0).err
+    return ufs.errname(err) if err else None
+
+
+def close_during_wait_steps(path):
+    """One thread waits in F_SETLKW on fd1 while another thread of the same
+    process closes fd2 of the same file (a FLUSH of the same lock owner).
+    Linux drops the owner's locks but lets the wait go on: once the holder
+    unlocks, the waiter holds the lock, and another process cannot take it."""
+    with ufs.Child(holder, path, WR, 0, 0) as a:
+        a.recv()
+        fd1, fd2 = os.open(path, os.O_RDWR), os.open(path, os.O_RDONLY)
+        try:
+            waited = {}
+            t = threading.Thread(
+                target=lambda: waited.update(r=ufs.outcome(sx.lock, fd1, fcntl.F_SETLKW, WR, 0, 0)))
+            t.start()
+            time.sleep(0.3)                 # the wait has begun
+            os.close(fd2)
+            fd2 = -1
+            a.send(('unlock-after', 0.2))
+            a.recv()
+            t.join(10)
+            check(not t.is_alive(), 'F_SETLKW still waiting after the holder unlocked')
+            with ufs.Child(try_lock, path) as c:
+                other = c.join()
+        finally:
+            os.close(fd1)
+            if fd2 >= 0:
+                os.close(fd2)
+        a.send(('exit', None))
+        a.join()
+    r = waited.get('r')
+    return ('locked' if r and r.err is None else str(r)), other
+
+
+@lock_case
+def close_during_setlkw(m):
+    got, want = on_both(m, 'close_during_setlkw', close_during_wait_steps)
+    ufs.check_same(got, want, 'F_SETLKW result, and another process trying the lock')
+    check_eq(want.value, ('locked', 'EAGAIN'), 'the reference (Linux) behaviour')
