@@ -399,8 +399,6 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 	w->fd = fd;
 	w->flock = in->lk_flags & FUSE_LK_FLOCK;
 	w->flock_op = flock_op(in, true);
-	/* Interrupted on its way here: the wait ends at once with EINTR. */
-	w->interrupted = ufs_interrupt_claim(w->unique);
 	if (fl)
 		w->fl = *fl;
 
@@ -418,6 +416,14 @@ static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
 	pthread_attr_setstacksize(&attr, 64 << 10);
 	ret = -pthread_create(&w->thread, &attr, wait_thread, w);
 	pthread_attr_destroy(&attr);
+	/*
+	 * Interrupted on its way here: the wait ends at once with EINTR.  Only
+	 * now that INTERRUPT can find it (see ufs_op_interrupt for the order).
+	 */
+	if (!ret && ufs_interrupt_claim(w->unique)) {
+		w->interrupted = true;
+		pthread_kill(w->thread, WAKE_SIGNAL);
+	}
 	pthread_mutex_unlock(&waits_lock);
 	if (ret) {
 		wait_unlink(w);
@@ -441,6 +447,7 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 	ret = lock_try(fs, req, in, file, &fd, &fl, &owner);
 	if (ret != -EAGAIN)
 		return ret;
+	ufs_debug_pause("setlkw");
 	ret = req->xops->hold ? req->xops->hold(req) : 0;
 	if (!ret)
 		ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl, owner);
@@ -531,9 +538,16 @@ ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
 		ufs_stat_add(&req->worker->stats.interrupts, 1);
 	/*
 	 * Lock waits and copies can be abandoned; anything else finishes
-	 * quickly and its reply answers the interrupt.
+	 * quickly and its reply answers the interrupt.  The request may still
+	 * be on its way to the wait or copy it becomes (another worker, or the
+	 * ring, delivered it): remember the INTERRUPT first and look second,
+	 * while a wait or copy shows itself first and claims second.  Any
+	 * interleaving then cancels it; looking first could miss a request
+	 * that registered and claimed in between.
 	 */
-	if (!ufs_lock_interrupt(in->unique) && !ufs_copy_interrupt(in->unique))
-		ufs_interrupt_remember(in->unique);
+	ufs_interrupt_remember(in->unique);
+	ufs_debug_pause("interrupt");
+	if (ufs_lock_interrupt(in->unique) || ufs_copy_interrupt(in->unique))
+		ufs_interrupt_claim(in->unique);	/* found: the record is not needed */
 	return 0;
 }

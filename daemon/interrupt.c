@@ -7,7 +7,12 @@
 
 #include "interrupt.h"
 
-#define EARLY_INTERRUPTS 64
+/*
+ * Every INTERRUPT passes through here (ufs_op_interrupt), and a record is
+ * needed only until its request registers, a few microseconds later; the
+ * oldest are overwritten.
+ */
+#define EARLY_INTERRUPTS 256
 
 static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t early[EARLY_INTERRUPTS];	/* 0: free (request ids start at 2) */

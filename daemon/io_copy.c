@@ -69,11 +69,14 @@ void ufs_copy_track(struct ufs_req *req, void (*cancel)(struct ufs_req *req))
 	job->req = req;
 	job->unique = req->in->unique;
 	job->cancel_fn = cancel;
-	/* Interrupted on its way here: it copies nothing and ends with EINTR. */
-	job->cancel = ufs_interrupt_claim(job->unique);
 	pthread_mutex_lock(&copies_lock);
 	job->next = copies;
 	copies = job;
+	/*
+	 * Interrupted on its way here: it copies nothing and ends with EINTR.
+	 * Claimed once INTERRUPT can find it (see ufs_op_interrupt).
+	 */
+	job->cancel = ufs_interrupt_claim(job->unique);
 	pthread_mutex_unlock(&copies_lock);
 	__atomic_fetch_add(&copies_active, 1, __ATOMIC_RELAXED);
 }

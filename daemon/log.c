@@ -99,3 +99,18 @@ void ufs_bug(const char *what, const char *file, int line)
 	ufs_err("BUG at %s:%d: %s", file, line, what);
 	abort();
 }
+
+#ifdef UFS_DEBUG
+void ufs_debug_pause(const char *point)
+{
+	const char *spec = getenv("UFS_DEBUG_PAUSE");
+	size_t n = strlen(point);
+
+	for (; spec && *spec; spec = strchr(spec, ',') ? strchr(spec, ',') + 1 : NULL) {
+		if (!strncmp(spec, point, n) && spec[n] == ':') {
+			usleep(atoi(spec + n + 1) * 1000);
+			return;
+		}
+	}
+}
+#endif

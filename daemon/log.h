@@ -67,4 +67,18 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...) __attribute__((form
 #endif
 void ufs_bug(const char *what, const char *file, int line) __attribute__((noreturn));
 
+/*
+ * A pause at a named point, for tests that must widen a race window to show
+ * it closed: UFS_DEBUG_PAUSE=point:ms[,point:ms...] in the environment of
+ * a debug build.  Release builds compile it away.
+ */
+#ifdef UFS_DEBUG
+void ufs_debug_pause(const char *point);
+#else
+static inline void ufs_debug_pause(const char *point)
+{
+	(void)point;
+}
+#endif
+
 #endif /* UFS_LOG_H */

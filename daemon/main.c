@@ -129,7 +129,12 @@ static int parse_args(struct ufs_daemon *d, struct cli *cli, int argc, char **ar
 			usage(stdout);
 			exit(0);
 		case OPT_VERSION:
+#ifdef UFS_DEBUG
+			printf("uringfs %s (debug build: UFS_BUG_ON, UFS_DEBUG_PAUSE)\n",
+			       PACKAGE_VERSION);
+#else
 			printf("uringfs %s\n", PACKAGE_VERSION);
+#endif
 			exit(0);
 		case 'f':
 			d->foreground = true;

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -277,3 +278,46 @@ def close_during_setlkw(m):
     got, want = on_both(m, 'close_during_setlkw', close_during_wait_steps)
     ufs.check_same(got, want, 'F_SETLKW result, and another process trying the lock')
     check_eq(want.value, ('locked', 'EAGAIN'), 'the reference (Linux) behaviour')
+
+
+def debug_build():
+    """Skip unless the daemon is a debug build (it honours UFS_DEBUG_PAUSE)."""
+    ufs.require_daemon('the pause is the daemon\'s')
+    r = subprocess.run([ufs.config().daemon, '--version'], capture_output=True, text=True)
+    if 'debug build' not in r.stdout:
+        raise ufs.Skip(f'needs the debug build (the asan variants run it); {r.stdout.strip()}')
+
+
+def interrupted_wait(chan, path, after):
+    """Child: F_SETLKW on a locked file with SIGALRM after `after` s."""
+    signal.signal(signal.SIGALRM, lambda *_: None)
+    signal.siginterrupt(signal.SIGALRM, True)
+    with opened(path, os.O_RDWR) as fd:
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, after)
+        err = ufs.outcome(sx.lock, fd, fcntl.F_SETLKW, WR, 0, 0).err
+        return ufs.errname(err) if err else None, time.monotonic() - start
+
+
+@case(mount=False, root=True, timeout=60)
+def interrupt_races_setlkw():
+    """An INTERRUPT handled while its SETLKW is still on its way to the wait
+    (another worker read it first): the wait still ends with EINTR.  The
+    daemon's debug pauses hold the SETLKW before it registers its wait (so
+    the INTERRUPT, 0.1 s in, finds nothing), and the INTERRUPT between its
+    two steps until after the wait registered: the two cross in the worst
+    order."""
+    debug_build()
+    for pause in ('setlkw:300,interrupt:600', 'setlkw:300'):
+        env = {'UFS_DEBUG_PAUSE': pause}
+        with ufs.Mount(opts=f'{DAEMON},workers=2', env=env) as m:
+            path = f'{m.mnt}/f'
+            ufs.write_file(path, bytes(100))
+            with ufs.Child(holder, path, WR, 0, 0) as a:
+                a.recv()
+                with ufs.Child(interrupted_wait, path, 0.1) as b:
+                    err, took = b.join(timeout=20)
+                a.send(('exit', None))
+                a.join()
+            check_eq(err, 'EINTR', f'{pause}: F_SETLKW interrupted while on its way')
+            check(took < 3, f'{pause}: the interrupted F_SETLKW took {took:.1f} s')
