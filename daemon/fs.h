@@ -193,11 +193,6 @@ const char *ufs_acls_unenforced(const struct ufs_fs *fs, const struct ufs_conn *
 /* fs_lock.c */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);
 void ufs_lock_release_all(struct ufs_inode *inode);
-bool ufs_lock_interrupt(uint64_t unique);
-int ufs_lock_block_wake_signal(void);
-void ufs_lock_interrupt_all(void);
-bool ufs_lock_kick(void);
-void ufs_lock_wait_idle(void);
 
 /* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */
 #define UFS_OP_HANDLERS(X)                                                                        \

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 #include "fs.h"
 #include "log.h"
 #include "session.h"
+#include "wait.h"
 #include "worker.h"
 
 #define MAX_RW_COUNT (INT_MAX & ~4095L)	/* the kernel's per-call limit */
@@ -98,26 +100,81 @@ static int open_file(struct ufs_fs *fs, struct ufs_inode *inode, int fd, int fla
 	return open_reply(fs, file, out, 0);
 }
 
+/* The OPEN reply for the backing descriptor fd, opened with flags. */
+static ssize_t open_finish(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags)
+{
+	const struct fuse_open_in *in = req->args.op;
+	struct stat st;
+	int ret;
+
+	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
+	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
+		ufs_kill_suidgid(fs, req, req->inode, &st);
+	ret = open_file(fs, req->inode, fd, flags, req->out);
+	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
+}
+
+/*
+ * An open waits while another process's lease on the backing file is being
+ * broken, up to /proc/sys/fs/lease-break-time (45 s): as it would locally,
+ * but on a helper thread of its own (wait.c), never on the worker.
+ */
+static ssize_t open_wait_run(struct ufs_req *req, void *arg)
+{
+	return ufs_reopen(req->fs, req->inode, *(int *)arg);
+}
+
+static ssize_t open_wait_done(struct ufs_req *req, void *arg, ssize_t fd)
+{
+	int flags = *(int *)arg;
+
+	free(arg);
+	return fd < 0 ? fd : open_finish(req->fs, req, fd, flags);
+}
+
+static const struct ufs_wait_ops open_wait_ops = {
+	.run = open_wait_run,
+	.done = open_wait_done,
+};
+
 ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_open_in *in = req->args.op;
 	struct ufs_inode *inode = req->inode;
-	struct stat st;
-	int flags, fd, ret;
+	int flags, fd, *arg, ret;
 
 	if (inode->control)
 		return ufs_control_open(fs, req, in->flags);
 	if (inode->type == S_IFDIR)
 		return -EISDIR;
 	flags = backing_open_flags(fs, in->flags);
-	fd = ufs_reopen(fs, inode, flags);
-	if (fd < 0)
-		return fd;
-	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
-	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
-		ufs_kill_suidgid(fs, req, inode, &st);
-	ret = open_file(fs, inode, fd, flags, req->out);
-	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
+	/*
+	 * O_NONBLOCK: a lease held on the file is broken, but the open does
+	 * not wait for that (fs/locks.c: __break_lease); with no lease it
+	 * changes nothing for a regular file.  Taken off again at once: it
+	 * would make io_uring fail reads with EAGAIN.
+	 */
+	fd = ufs_reopen(fs, inode, flags | O_NONBLOCK);
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (fd != -EWOULDBLOCK)
+		return fd < 0 ? fd : open_finish(fs, req, fd, flags);
+	/* A lease in the way: the client's O_NONBLOCK says not to wait. */
+	if (in->flags & O_NONBLOCK)
+		return -EWOULDBLOCK;
+	arg = malloc(sizeof(*arg));
+	if (!arg)
+		return -ENOMEM;
+	*arg = flags;
+	ret = ufs_wait_start(req, &open_wait_ops, arg);
+	if (ret) {
+		free(arg);
+		return ret;
+	}
+	return -UFS_EQUEUED;
 }
 
 /*

@@ -12,14 +12,13 @@
  * flock() locks belong to the open file, which is exactly our descriptor
  * for the FUSE open.
  *
- * SETLKW may wait forever, so it waits on a helper thread and the request
- * is completed from there; an INTERRUPT for it wakes the thread with a
- * signal and the caller sees EINTR.
+ * SETLKW may wait forever, so it waits on a helper thread (wait.c) and the
+ * request is completed from there; an INTERRUPT for it ends the wait and
+ * the caller sees EINTR.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -30,6 +29,7 @@
 #include "log.h"
 #include "interrupt.h"
 #include "io_copy.h"
+#include "wait.h"
 #include "worker.h"
 
 #define OFFSET_MAX_FUSE INT64_MAX
@@ -43,42 +43,15 @@ struct ufs_lock_owner {
 	unsigned int waiters;		/* SETLKWs waiting on fd: it must stay open */
 };
 
-/* A SETLKW waiting on its helper thread; protected by waits_lock. */
+/* A SETLKW's wait, on its own helper thread (wait.c). */
 struct lock_wait {
-	struct lock_wait *next;
-	uint64_t unique;
-	pthread_t thread;
-	struct ufs_req *req;
 	struct ufs_inode *inode;
 	struct ufs_lock_owner *owner;	/* POSIX: its waiters count holds it open */
 	int fd;
 	bool flock;
 	int flock_op;
 	struct flock fl;
-	_Atomic bool interrupted;
 };
-
-static pthread_mutex_t waits_lock = PTHREAD_MUTEX_INITIALIZER;
-static int waits_active;	/* helper threads that have not replied yet */
-static bool waits_stopping;	/* the connection ended: no new waits */
-static struct lock_wait *waits;
-static pthread_once_t wake_signal_once = PTHREAD_ONCE_INIT;
-
-#define WAKE_SIGNAL (SIGRTMIN + 1)
-
-/* Only there to make a waiting fcntl()/flock() return EINTR. */
-static void wake_handler(int sig)
-{
-	(void)sig;
-}
-
-static void wake_signal_install(void)
-{
-	struct sigaction sa = { .sa_handler = wake_handler };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(WAKE_SIGNAL, &sa, NULL);	/* no SA_RESTART: fcntl() returns EINTR */
-}
 
 /* Called with inode->lock held. */
 static struct ufs_lock_owner *owner_find(struct ufs_inode *inode, uint64_t owner)
@@ -322,232 +295,64 @@ ssize_t ufs_op_setlk(struct ufs_fs *fs, struct ufs_req *req)
 	return lock_try(fs, req, in, file, &fd, &fl, NULL);
 }
 
-static void wait_unlink(struct lock_wait *w)
-{
-	struct lock_wait **pp;
-
-	pthread_mutex_lock(&waits_lock);
-	for (pp = &waits; *pp; pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&waits_lock);
-}
-
-/*
- * Wait for the lock; returns 0, -EINTR or an error.  WAKE_SIGNAL interrupts
- * the wait.  One sent just before fcntl() sleeps is lost, so the main loop
- * sends it again (ufs_lock_kick) until an interrupted wait has ended.
- */
-static int wait_blocking(struct lock_wait *w)
-{
-	sigset_t wake;
-	int ret;
-
-	sigemptyset(&wake);
-	sigaddset(&wake, WAKE_SIGNAL);
-	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
-	for (;;) {
-		if (w->interrupted)
-			return -EINTR;
-		if (w->flock)
-			ret = flock(w->fd, w->flock_op) ? -errno : 0;
-		else
-			ret = fcntl(w->fd, F_OFD_SETLKW, &w->fl) ? -errno : 0;
-		if (ret != -EINTR)
-			return ret;
-	}
-}
-
-static void *wait_thread(void *arg)
+static ssize_t lock_wait_run(struct ufs_req *req, void *arg)
 {
 	struct lock_wait *w = arg;
-	struct ufs_req *req = w->req;
-	int ret;
 
-	ret = wait_blocking(w);
-	wait_unlink(w);
+	(void)req;
+	if (w->flock)
+		return flock(w->fd, w->flock_op) ? -errno : 0;
+	return fcntl(w->fd, F_OFD_SETLKW, &w->fl) ? -errno : 0;
+}
+
+static ssize_t lock_wait_done(struct ufs_req *req, void *arg, ssize_t ret)
+{
+	const struct fuse_lk_in *in = req->args.op;
+	struct lock_wait *w = arg;
+
 	if (w->owner) {
 		pthread_mutex_lock(&w->inode->lock);
 		if (!ret)
-			w->owner->pid = ((const struct fuse_lk_in *)req->args.op)->lk.pid;
+			w->owner->pid = in->lk.pid;
 		w->owner->waiters--;
 		pthread_mutex_unlock(&w->inode->lock);
 	}
 	free(w);
-	ufs_req_done(req, ret);
-	__atomic_fetch_sub(&waits_active, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-static int wait_start(struct ufs_req *req, const struct fuse_lk_in *in, int fd,
-		      const struct flock *fl, struct ufs_lock_owner *owner)
-{
-	struct lock_wait *w = calloc(1, sizeof(*w));
-	pthread_attr_t attr;
-	int ret;
-
-	if (!w)
-		return -ENOMEM;
-	w->owner = owner;
-	pthread_once(&wake_signal_once, wake_signal_install);
-	w->unique = req->in->unique;
-	w->req = req;
-	w->inode = req->inode;
-	w->fd = fd;
-	w->flock = in->lk_flags & FUSE_LK_FLOCK;
-	w->flock_op = flock_op(in, true);
-	if (fl)
-		w->fl = *fl;
-
-	pthread_mutex_lock(&waits_lock);
-	if (waits_stopping) {
-		pthread_mutex_unlock(&waits_lock);
-		free(w);
-		return -EINTR;	/* the caller ends the owner's wait */
-	}
-	w->next = waits;
-	waits = w;
-	__atomic_fetch_add(&waits_active, 1, __ATOMIC_RELAXED);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 << 10);
-	ret = -pthread_create(&w->thread, &attr, wait_thread, w);
-	pthread_attr_destroy(&attr);
-	/*
-	 * Interrupted on its way here: the wait ends at once with EINTR.  Only
-	 * now that INTERRUPT can find it (see ufs_op_interrupt for the order).
-	 */
-	if (!ret && ufs_interrupt_claim(w->unique)) {
-		w->interrupted = true;
-		pthread_kill(w->thread, WAKE_SIGNAL);
-	}
-	pthread_mutex_unlock(&waits_lock);
-	if (ret) {
-		wait_unlink(w);
-		__atomic_fetch_sub(&waits_active, 1, __ATOMIC_RELAXED);
-		free(w);
-	}
 	return ret;
 }
+
+static const struct ufs_wait_ops lock_wait_ops = {
+	.run = lock_wait_run,
+	.done = lock_wait_done,
+};
 
 ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
-	struct ufs_lock_owner *owner = NULL;
-	struct flock fl;
-	int fd = -1, ret;
+	struct lock_wait *w;
+	int ret;
 
 	if (!file || file->fd < 0)
 		return -EBADF;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
 	/* Most waits are not waits at all: try first, on the worker. */
-	ret = lock_try(fs, req, in, file, &fd, &fl, &owner);
-	if (ret != -EAGAIN)
+	ret = lock_try(fs, req, in, file, &w->fd, &w->fl, &w->owner);
+	if (ret != -EAGAIN) {
+		free(w);
 		return ret;
+	}
 	ufs_debug_pause("setlkw");
-	ret = req->xops->hold ? req->xops->hold(req) : 0;
-	if (!ret)
-		ret = wait_start(req, in, fd, (in->lk_flags & FUSE_LK_FLOCK) ? NULL : &fl, owner);
+	w->inode = req->inode;
+	w->flock = in->lk_flags & FUSE_LK_FLOCK;
+	w->flock_op = flock_op(in, true);
+	ret = ufs_wait_start(req, &lock_wait_ops, w);
 	if (ret) {
-		wait_end(req->inode, owner);
+		wait_end(req->inode, w->owner);
+		free(w);
 		return ret;
 	}
 	return -UFS_EQUEUED;
-}
-
-/* INTERRUPT: wake a SETLKW waiting for the named request, if there is one. */
-bool ufs_lock_interrupt(uint64_t unique)
-{
-	struct lock_wait *w;
-	bool found = false;
-
-	pthread_mutex_lock(&waits_lock);
-	for (w = waits; w; w = w->next) {
-		if (w->unique == unique) {
-			w->interrupted = true;
-			pthread_kill(w->thread, WAKE_SIGNAL);
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&waits_lock);
-	return found;
-}
-
-int ufs_lock_block_wake_signal(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, WAKE_SIGNAL);
-	return pthread_sigmask(SIG_BLOCK, &set, NULL) ? -EINVAL : 0;
-}
-
-/*
- * The connection ended: wake every lock wait (each replies EINTR) and make
- * later ones fail at once, so no helper thread waits on a dead mount.
- */
-void ufs_lock_interrupt_all(void)
-{
-	struct lock_wait *w;
-
-	pthread_mutex_lock(&waits_lock);
-	waits_stopping = true;
-	for (w = waits; w; w = w->next) {
-		w->interrupted = true;
-		pthread_kill(w->thread, WAKE_SIGNAL);
-	}
-	pthread_mutex_unlock(&waits_lock);
-}
-
-/* Interrupted waits still waiting: the signal may have come too early.  Send it again. */
-bool ufs_lock_kick(void)
-{
-	struct lock_wait *w;
-	bool pending = false;
-
-	pthread_mutex_lock(&waits_lock);
-	for (w = waits; w; w = w->next) {
-		if (w->interrupted) {
-			pthread_kill(w->thread, WAKE_SIGNAL);
-			pending = true;
-		}
-	}
-	pthread_mutex_unlock(&waits_lock);
-	return pending;
-}
-
-/* Wait until every lock-wait thread has replied, so none outlives its transport. */
-void ufs_lock_wait_idle(void)
-{
-	while (__atomic_load_n(&waits_active, __ATOMIC_ACQUIRE)) {
-		ufs_lock_interrupt_all();
-		usleep(1000);
-	}
-}
-
-ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_interrupt_in *in = req->args.op;
-
-	(void)fs;
-	if (req->worker)
-		ufs_stat_add(&req->worker->stats.interrupts, 1);
-	/*
-	 * Lock waits and copies can be abandoned; anything else finishes
-	 * quickly and its reply answers the interrupt.  The request may still
-	 * be on its way to the wait or copy it becomes (another worker, or the
-	 * ring, delivered it): remember the INTERRUPT first and look second,
-	 * while a wait or copy shows itself first and claims second.  Any
-	 * interleaving then cancels it; looking first could miss a request
-	 * that registered and claimed in between.
-	 */
-	ufs_interrupt_remember(in->unique);
-	ufs_debug_pause("interrupt");
-	if (ufs_lock_interrupt(in->unique) || ufs_copy_interrupt(in->unique))
-		ufs_interrupt_claim(in->unique);	/* found: the record is not needed */
-	return 0;
 }

@@ -30,6 +30,7 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "wait.h"
 #include "io_copy.h"
 #include "log.h"
 #include "notify.h"
@@ -364,7 +365,7 @@ static int signals_block(sigset_t *set)
 	if (pthread_sigmask(SIG_BLOCK, set, NULL))
 		return -EINVAL;
 	/* Only lock-wait threads take this one, and only while they wait. */
-	return ufs_lock_block_wake_signal();
+	return ufs_wait_block_wake_signal();
 }
 
 /*
@@ -610,7 +611,7 @@ static int abort_connection(struct ufs_daemon *d)
 static void force_stop(struct ufs_daemon *d)
 {
 	/* Lock waits and copies reply through the workers: let them finish first. */
-	ufs_lock_wait_idle();
+	ufs_wait_idle();
 	ufs_copy_wait_idle();
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < d->nworkers; i++) {
@@ -675,7 +676,7 @@ static int loop_timeout(int64_t grace_deadline, int64_t next_status)
 {
 	int64_t now = now_ms(), wait = -1;
 
-	if (ufs_lock_kick())
+	if (ufs_wait_kick())
 		wait = 20;	/* interrupted lock waits get their signal again */
 	if (grace_deadline >= 0 && (wait < 0 || grace_deadline - now < wait))
 		wait = grace_deadline > now ? grace_deadline - now : 0;
@@ -731,7 +732,7 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 					force_stop(d);
 			}
 			/* A worker saw the connection end: lock waits and copies are moot. */
-			ufs_lock_interrupt_all();
+			ufs_wait_interrupt_all();
 			ufs_copy_interrupt_all();
 		}
 		if (pfd[0].revents & POLLIN) {
@@ -766,7 +767,7 @@ static void main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 static void stop_workers(struct ufs_daemon *d)
 {
 	/* Helper threads reply through the transports: they finish first. */
-	ufs_lock_wait_idle();
+	ufs_wait_idle();
 	ufs_copy_wait_idle();
 	for (unsigned int i = 0; i < d->workers_alloc; i++)
 		ufs_copier_stop(&d->workers[i]);

@@ -321,3 +321,56 @@ def interrupt_races_setlkw():
                 a.join()
             check_eq(err, 'EINTR', f'{pause}: F_SETLKW interrupted while on its way')
             check(took < 3, f'{pause}: the interrupted F_SETLKW took {took:.1f} s')
+
+
+F_SETLEASE = 1024       # fcntl.h: F_LINUX_SPECIFIC_BASE + 0
+
+
+def lease_holder(chan, path, hold):
+    """Child: a read lease on path (a backing file, as a local program would
+    take it), given up `hold` seconds after it is asked to break."""
+    signal.signal(signal.SIGIO, signal.SIG_IGN)   # the break notice
+    with opened(path, os.O_RDONLY) as fd:
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
+        chan.send('leased')
+        chan.recv()                                 # the writer is opening now
+        time.sleep(hold)
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+    return 'released'
+
+
+def timed_open(chan, path, flags):
+    start = time.monotonic()
+    got = ufs.outcome(lambda: os.close(os.open(path, flags)))
+    return (ufs.errname(got.err) if got.err else None), time.monotonic() - start
+
+
+@case(mount=False, root=True, timeout=60)
+def open_waits_for_lease():
+    """An open for writing waits while a local program's lease on the backing
+    file is broken, as it would locally, but on a helper thread: the mount's
+    only worker goes on serving other requests meanwhile.  With O_NONBLOCK
+    the open fails at once with EWOULDBLOCK, as locally."""
+    ufs.require_daemon('the worker is the daemon\'s')
+    with ufs.Mount(opts='workers=1,queue_depth=4') as m:
+        ufs.write_file(f'{m.src}/leased', b'x')
+        ufs.write_file(f'{m.src}/other', b'y')
+        with ufs.Child(lease_holder, f'{m.src}/leased', 2.0) as h:
+            h.recv()
+            err, took = timed_open(None, f'{m.mnt}/leased', os.O_WRONLY | os.O_NONBLOCK)
+            check_eq(err, 'EAGAIN', 'O_NONBLOCK open of a leased file')
+            check(took < 1, f'the O_NONBLOCK open took {took:.1f} s')
+            with ufs.Child(timed_open, f'{m.mnt}/leased', os.O_WRONLY) as w:
+                time.sleep(0.3)                     # the open waits now
+                h.send('go')
+                worst = 0.0
+                deadline = time.monotonic() + 1.2
+                while time.monotonic() < deadline:
+                    t0 = time.monotonic()
+                    check_eq(ufs.read_file(f'{m.mnt}/other'), b'y', 'another file meanwhile')
+                    worst = max(worst, time.monotonic() - t0)
+                err, took = w.join(timeout=30)
+            check_eq(h.join(), 'released', 'the lease holder')
+        check_eq(err, None, 'the open once the lease was given up')
+        check(took >= 1.5, f'the open returned after {took:.1f} s, before the lease went')
+        check(worst < 0.5, f'a read of another file took {worst:.2f} s while the open waited')

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Long waits off the worker: a blocking call on a helper thread of its own,
+ * woken by INTERRUPT (wait.c).
+ */
+#ifndef UFS_WAIT_H
+#define UFS_WAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ufs_req;
+
+struct ufs_wait_ops {
+	/* The blocking call: a result, or -EINTR when woken (then run again unless interrupted). */
+	ssize_t (*run)(struct ufs_req *req, void *arg);
+	/* After the call, on the helper thread: the reply length or an errno.  Owns arg. */
+	ssize_t (*done)(struct ufs_req *req, void *arg, ssize_t ret);
+};
+
+/*
+ * Run ops->run(req, arg) on a helper thread and reply with what ops->done
+ * returns.  Returns 0 (the request is then answered from there: the handler
+ * returns -UFS_EQUEUED) or an errno to answer it with, arg still the caller's.
+ */
+int ufs_wait_start(struct ufs_req *req, const struct ufs_wait_ops *ops, void *arg);
+
+/* INTERRUPT: wake the wait of request unique, if there is one. */
+bool ufs_wait_interrupt(uint64_t unique);
+/* Workers block the wake-up signal; only helper threads take it. */
+int ufs_wait_block_wake_signal(void);
+/* The connection ended: wake every wait (each replies EINTR), refuse new ones. */
+void ufs_wait_interrupt_all(void);
+/* Interrupted waits still waiting get their signal again; true if there are any. */
+bool ufs_wait_kick(void);
+/* Until every helper thread has replied, so none outlives its transport. */
+void ufs_wait_idle(void);
+
+#endif /* UFS_WAIT_H */
