@@ -243,17 +243,23 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		ufs_fill_entry(fs, e, inode, &st);
 		return 0;
 	}
-	ret = ufs_inode_check_beneath(fs, parent);
-	if (ret)
-		return ret;
 	if (!strcmp(name, "..") && parent == fs->root)
 		name = ".";
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	ufs_debug_pause("lookup");
+	/*
+	 * Whether it is inside SOURCE is decided after the open, from what was
+	 * found: a parent moved out of SOURCE between a check and the open
+	 * would otherwise hand out a child outside.  A directory is checked
+	 * itself (".." included); anything else by its parent, which is where
+	 * it was found (a file's path may not be walked up).
+	 */
 	ret = stat_fd(fd, &st);
-	if (!ret && !strcmp(name, ".."))
-		ret = ufs_check_beneath_fd(fs, fd);
+	if (!ret)
+		ret = S_ISDIR(st.st_mode) ? ufs_check_beneath_fd(fs, fd) :
+					    ufs_inode_check_beneath(fs, parent);
 	if (ret) {
 		close(fd);
 		return ret;

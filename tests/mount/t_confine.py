@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import stat
+import subprocess
 import time
 
 import ufs
@@ -75,10 +76,10 @@ class Tree:
 
 
 @contextlib.contextmanager
-def confined(opts=None):
+def confined(opts=None, env=None):
     """A fresh tree mounted at M/mnt; the canary is checked on the way out."""
     tree = Tree(ufs.scratch_dir('confine'))
-    with ufs.Mount(source=tree.src, opts=opts) as m:
+    with ufs.Mount(source=tree.src, opts=opts, env=env) as m:
         check(not os.path.exists(f'{m.mnt}/../outside'), 'bad layout: mnt/../outside exists')
         yield m, tree
         tree.check_canary()
@@ -636,3 +637,41 @@ def xattr_backing_untouched():
         check('trusted.new' not in names, f'trusted.new reached the backing file: {names}')
         check_eq(os.getxattr(f'{t.src}/f', 'trusted.set_behind'), b'behind',
                  'trusted.set_behind on the backing file')
+
+
+def debug_build():
+    """Skip unless the daemon is a debug build (it honours UFS_DEBUG_PAUSE)."""
+    ufs.require_daemon('the pause is the daemon\'s')
+    r = subprocess.run([ufs.config().daemon, '--version'], capture_output=True, text=True)
+    if 'debug build' not in r.stdout:
+        raise ufs.Skip(f'needs the debug build (the asan variants run it); {r.stdout.strip()}')
+
+
+def stat_in(chan, dirpath, name):
+    """Child: stat name relative to a descriptor of dirpath, so that the
+    kernel looks up name alone (not the directory again)."""
+    with opened(dirpath, os.O_PATH | os.O_DIRECTORY) as dirfd:
+        chan.send('started')
+        return str(ufs.outcome(lambda: os.stat(name, dir_fd=dirfd).st_size))
+
+
+@case(root=True, mount=False, timeout=60)
+def moved_out_during_lookup():
+    """A directory is moved out of the source while a LOOKUP in it is between
+    its steps (the daemon's debug pause widens the window): the name found
+    there is outside now, and the lookup must say ENOENT, not hand it out."""
+    debug_build()
+    with confined('entry_timeout=0,attr_timeout=0', env={'UFS_DEBUG_PAUSE': 'lookup:700'}) \
+            as (m, t):
+        away = ufs.scratch_dir('away')      # outside the source, not the canary's dir
+        os.makedirs(f'{t.src}/mv/sub')
+        ufs.write_file(f'{t.src}/mv/file', b'moved file')
+        os.stat(f'{m.mnt}/mv')
+        for name in ('file', 'sub'):
+            with ufs.Child(stat_in, f'{m.mnt}/mv', name) as c:
+                c.recv()
+                time.sleep(0.35)            # the LOOKUP of name is in its pause
+                os.rename(f'{t.src}/mv', f'{away}/mv')
+                got = c.join(timeout=20)
+            os.rename(f'{away}/mv', f'{t.src}/mv')
+            check_eq(got, 'ENOENT', f'stat of mv/{name} moved out during its lookup')
