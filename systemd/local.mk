@@ -4,8 +4,8 @@
 # What a deployment needs besides the binary and the man pages: the systemd
 # template unit (generated from its .in) and the example configuration,
 # installed as $(sysconfdir)/uringfs/uringfs.conf.example so that a real
-# uringfs.conf is never overwritten.  And the tests of both, of sd_notify
-# and of fstab mounts through mount.fuse3.
+# uringfs.conf is never overwritten.  And the tests of both, of the unit's
+# system call filter, of sd_notify and of fstab mounts through mount.fuse3.
 
 systemdsystemunit_DATA = systemd/uringfs@.service
 EXTRA_DIST += systemd/uringfs@.service.in config/uringfs.conf
@@ -33,8 +33,17 @@ ufs-uninstall-config-example:
 
 ops_deploy_tests = \
 	tests/ops/unit-verify.sh \
+	tests/ops/unit-seccomp.sh \
 	tests/ops/notify.sh \
 	tests/ops/fstab-mount.sh
 TESTS += $(ops_deploy_tests)
 EXTRA_DIST += $(ops_deploy_tests) tests/ops/notify-listen.py tests/ops/reap.py
 tests/ops/unit-verify.log: systemd/uringfs@.service
+
+# unit-seccomp.sh runs the mount suite's core under the unit's system call
+# filter, which this helper installs (libseccomp) before it runs the daemon.
+check_PROGRAMS += tests/ops/unit-filter
+tests_ops_unit_filter_SOURCES = tests/ops/unit-filter.c
+tests_ops_unit_filter_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
+tests_ops_unit_filter_LDADD = $(SECCOMP_LIBS)
+tests/ops/unit-seccomp.log: systemd/uringfs@.service tests/ops/unit-filter

@@ -49,6 +49,27 @@ t_skip_all() {
 	exit 0
 }
 
+# t_skip_ci WHAT REASON: a check that cannot run here.  A skip, except
+# under CI (CI=true), where every test is expected to run: a failure there.
+t_skip_ci() {
+	if [[ ${CI:-} == true ]]; then
+		t_result 1 "$1 (cannot run under CI: $2)"
+	else
+		t_skip "$1" "$2"
+	fi
+}
+
+# t_cannot_run REASON: nothing in this script can run here (before any
+# check); a skip, or a failure under CI as with t_skip_ci.
+t_cannot_run() {
+	if [[ ${CI:-} == true ]]; then
+		t_result 1 "cannot run under CI: $1"
+		t_done
+		exit 0
+	fi
+	t_skip_all "$1"
+}
+
 t_need_root() {
 	[[ $(id -u) == 0 ]] || t_skip_all "needs root"
 }
