@@ -135,6 +135,15 @@ def require_daemon(why='needs the real daemon'):
         raise Skip(f'bind variant: {why}')
 
 
+def require_debug_build():
+    """Skip unless the daemon is a debug build (the asan variants run one):
+    only it has UFS_BUG_ON and honours UFS_DEBUG_PAUSE."""
+    require_daemon('the debug build is the daemon\'s')
+    r = subprocess.run([config().daemon, '--version'], capture_output=True, text=True)
+    if 'debug build' not in r.stdout:
+        raise Skip(f'needs the debug build (the asan variants run it); {r.stdout.strip()}')
+
+
 def join_opts(*parts):
     """Join comma-separated option strings, dropping empty ones."""
     return ','.join(p for p in parts if p)

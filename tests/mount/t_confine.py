@@ -639,14 +639,6 @@ def xattr_backing_untouched():
                  'trusted.set_behind on the backing file')
 
 
-def debug_build():
-    """Skip unless the daemon is a debug build (it honours UFS_DEBUG_PAUSE)."""
-    ufs.require_daemon('the pause is the daemon\'s')
-    r = subprocess.run([ufs.config().daemon, '--version'], capture_output=True, text=True)
-    if 'debug build' not in r.stdout:
-        raise ufs.Skip(f'needs the debug build (the asan variants run it); {r.stdout.strip()}')
-
-
 def stat_in(chan, dirpath, name):
     """Child: stat name relative to a descriptor of dirpath, so that the
     kernel looks up name alone (not the directory again)."""
@@ -660,7 +652,7 @@ def moved_out_during_lookup():
     """A directory is moved out of the source while a LOOKUP in it is between
     its steps (the daemon's debug pause widens the window): the name found
     there is outside now, and the lookup must say ENOENT, not hand it out."""
-    debug_build()
+    ufs.require_debug_build()
     with confined('entry_timeout=0,attr_timeout=0', env={'UFS_DEBUG_PAUSE': 'lookup:700'}) \
             as (m, t):
         away = ufs.scratch_dir('away')      # outside the source, not the canary's dir

@@ -280,14 +280,6 @@ def close_during_setlkw(m):
     check_eq(want.value, ('locked', 'EAGAIN'), 'the reference (Linux) behaviour')
 
 
-def debug_build():
-    """Skip unless the daemon is a debug build (it honours UFS_DEBUG_PAUSE)."""
-    ufs.require_daemon('the pause is the daemon\'s')
-    r = subprocess.run([ufs.config().daemon, '--version'], capture_output=True, text=True)
-    if 'debug build' not in r.stdout:
-        raise ufs.Skip(f'needs the debug build (the asan variants run it); {r.stdout.strip()}')
-
-
 def interrupted_wait(chan, path, after):
     """Child: F_SETLKW on a locked file with SIGALRM after `after` s."""
     signal.signal(signal.SIGALRM, lambda *_: None)
@@ -307,7 +299,7 @@ def interrupt_races_setlkw():
     the INTERRUPT, 0.1 s in, finds nothing), and the INTERRUPT between its
     two steps until after the wait registered: the two cross in the worst
     order."""
-    debug_build()
+    ufs.require_debug_build()
     for pause in ('setlkw:300,interrupt:600', 'setlkw:300'):
         env = {'UFS_DEBUG_PAUSE': pause}
         with ufs.Mount(opts=f'{DAEMON},workers=2', env=env) as m:
