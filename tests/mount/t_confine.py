@@ -18,7 +18,6 @@ import contextlib
 import errno
 import os
 import stat
-import subprocess
 import time
 
 import ufs

@@ -11,7 +11,6 @@ import errno
 import fcntl
 import os
 import signal
-import subprocess
 import threading
 import time
 
