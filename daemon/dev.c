@@ -115,8 +115,10 @@ static struct dev_slot *slot_alloc(struct dev_worker *dw)
 	 * The kernel refuses reads smaller than a request: max_write of data,
 	 * or an extended attribute, plus the headers (E2BIG for a SETXATTR).
 	 */
-	slot->in_size = (conn->max_write > UFS_XATTR_PAYLOAD_MAX ? conn->max_write :
-			 UFS_XATTR_PAYLOAD_MAX) + PAGE;
+	slot->in_size = conn->max_write > UFS_XATTR_PAYLOAD_MAX ? conn->max_write :
+			UFS_XATTR_PAYLOAD_MAX;
+	/* aligned_alloc() wants a multiple of the alignment. */
+	slot->in_size = (slot->in_size + PAGE - 1) / PAGE * PAGE + PAGE;
 	slot->out_size = (size_t)conn->max_pages * PAGE;
 	if (slot->out_size < REPLY_MIN)
 		slot->out_size = REPLY_MIN;
