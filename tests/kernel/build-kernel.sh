@@ -5,9 +5,9 @@
 # Usage: tests/kernel/build-kernel.sh [OUTDIR]
 #
 # Fetches Debian experimental's linux-source-7.3 through a private apt
-# configuration (nothing is installed from experimental, and the system's
-# apt sources are not touched), unpacks it, applies
-# 0001-io_uring-add-IORING_OP_COPY_FILE_RANGE.patch, configures it with
+# configuration (tests/vm/private-apt.sh: nothing is installed from
+# experimental, and the system's apt sources are not touched), unpacks it,
+# applies 0001-io_uring-add-IORING_OP_COPY_FILE_RANGE.patch, configures it with
 # "make tinyconfig" plus config.fragment, checks that every option of the
 # fragment survived, and builds bzImage. Leaves in OUTDIR:
 #
@@ -23,14 +23,14 @@
 #
 # Missing build tools are installed with the system's apt-get (as root).
 #
-# Exit status: 0 on success, 77 when the archive cannot be reached, 1 on any
-# other error.
+# Exit status: 0 on success, 77 when the archive cannot give us the source
+# or the build tools (the cause, as apt gave it, is the last line on
+# stderr), 1 on any other error.
 
 set -euo pipefail
 
 readonly SOURCE_PACKAGE=linux-source-7.3
 readonly ARCHIVE_SUITE=experimental
-readonly ARCHIVE_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 readonly PATCH_NAME=0001-io_uring-add-IORING_OP_COPY_FILE_RANGE.patch
 # Debian package => a command it provides, for what the build runs.
 readonly -A BUILD_TOOLS=(
@@ -41,6 +41,8 @@ readonly -A BUILD_TOOLS=(
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 readonly script_dir
+# shellcheck source=../vm/private-apt.sh source-path=SCRIPTDIR
+. "$script_dir/../vm/private-apt.sh"
 readonly patch_file=$script_dir/$PATCH_NAME
 readonly fragment=$script_dir/config.fragment
 
@@ -99,91 +101,21 @@ install_build_tools() {
 	say "installing ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		"${missing[@]}" > "$out_dir/apt-install.log" 2>&1 ||
-		skip "cannot install ${missing[*]} (see $out_dir/apt-install.log)"
-}
-
-# The URI of the first "deb" stanza of a deb822 .sources file that names a
-# plain release (not -security, -updates, -backports).
-mirror_from_deb822() {
-	awk -v RS= '
-		/(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ &&
-		/(^|\n)Suites:[ \t]*[a-z]+([ \t]|\n|$)/ &&
-		!/(^|\n)Enabled:[ \t]*[Nn]o/ &&
-		match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/) {
-			uri = substr($0, RSTART, RLENGTH)
-			sub(/^\n?URIs:[ \t]*/, "", uri)
-			print uri
-			exit
-		}' "$1"
-}
-
-# Same for one-line "deb [options] URI SUITE COMPONENTS..." lists.
-mirror_from_one_line_list() {
-	sed -nE 's/^deb[ \t]+(\[[^]]*\][ \t]+)?([^ \t]+)[ \t]+[a-z]+[ \t].*/\2/p' "$1" |
-		sed -n 1p
-}
-
-# The machine's own Debian mirror, so that no host name is written here and
-# a CI mirror or proxy is used as configured. $UFS_VM_MIRROR wins.
-find_mirror() {
-	local f uri
-
-	if [[ -n "${UFS_VM_MIRROR:-}" ]]; then
-		echo "$UFS_VM_MIRROR"
-		return
-	fi
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -r "$f" ]] || continue
-		uri=$(mirror_from_deb822 "$f")
-		[[ -z "$uri" ]] || { echo "$uri"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -r "$f" ]] || continue
-		uri=$(mirror_from_one_line_list "$f")
-		[[ -z "$uri" ]] || { echo "$uri"; return; }
-	done
-}
-
-write_private_apt_config() {
-	local mirror=$1
-
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
-	: > "$apt_dir/status"
-	echo "deb [signed-by=$ARCHIVE_KEYRING] $mirror $ARCHIVE_SUITE main" \
-		> "$apt_dir/sources.list"
-	cat > "$apt_dir/apt.conf" <<-EOF
-		Dir::Etc::SourceList "$apt_dir/sources.list";
-		Dir::Etc::SourceParts "/dev/null";
-		Dir::Etc::Preferences "/dev/null";
-		Dir::Etc::PreferencesParts "/dev/null";
-		Dir::State::Lists "$apt_dir/lists";
-		Dir::State::status "$apt_dir/status";
-		Dir::Cache::Archives "$apt_dir/archives";
-		Dir::Cache::pkgcache "$apt_dir/pkgcache.bin";
-		Dir::Cache::srcpkgcache "$apt_dir/srcpkgcache.bin";
-		Acquire::Languages "none";
-		APT::Update::Error-Mode "any";
-	EOF
+		skip "cannot install ${missing[*]}: $(pa_log_error "$out_dir/apt-install.log")" \
+			"(log: $out_dir/apt-install.log)"
 }
 
 private_apt() {
-	local tool=$1
-	shift
-	APT_CONFIG="$apt_dir/apt.conf" "$tool" -q "$@"
+	pa_apt "$@"
 }
 
 update_package_lists() {
-	local mirror
+	local err
 
-	[[ -r "$ARCHIVE_KEYRING" ]] ||
-		skip "$ARCHIVE_KEYRING missing (install debian-archive-keyring)"
-	mirror=$(find_mirror)
-	[[ -n "$mirror" ]] || skip "no Debian mirror in the apt sources (set UFS_VM_MIRROR)"
-	write_private_apt_config "$mirror"
-	private_apt apt-get update > "$apt_dir/update.log" 2>&1 ||
-		skip "cannot reach $ARCHIVE_SUITE at $mirror (see $apt_dir/update.log)"
-	private_apt apt-cache show "$SOURCE_PACKAGE" > /dev/null 2>&1 ||
-		skip "$ARCHIVE_SUITE has no $SOURCE_PACKAGE"
+	pa_setup "$apt_dir" "$ARCHIVE_SUITE" || skip "$pa_error"
+	pa_update || skip "$pa_error"
+	err=$(private_apt apt-cache show "$SOURCE_PACKAGE" 2>&1 > /dev/null) ||
+		skip "$ARCHIVE_SUITE at $pa_mirror has no $SOURCE_PACKAGE: $err"
 }
 
 # apt drops privileges to _apt while downloading into the directory.
@@ -197,7 +129,8 @@ download_source_deb() {
 	fi
 	(cd "$dl" && private_apt apt-get download "$SOURCE_PACKAGE") \
 		> "$apt_dir/download.log" 2>&1 ||
-		skip "cannot download $SOURCE_PACKAGE (see $apt_dir/download.log)"
+		skip "cannot download $SOURCE_PACKAGE: $(pa_log_error "$apt_dir/download.log")" \
+			"(log: $apt_dir/download.log)"
 	echo "$dl"/*.deb
 }
 

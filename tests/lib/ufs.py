@@ -19,6 +19,7 @@ import atexit
 import collections
 import contextlib
 import errno
+import filecmp
 import grp
 import itertools
 import os
@@ -574,6 +575,36 @@ def run_dir():
     return _run_dir
 
 
+_user_daemons = {}
+
+
+def user_daemon(path):
+    """A copy of the daemon `path` that an ordinary user can execute.
+
+    The build tree may sit where the test user cannot reach it: a clone in
+    /root or in a home directory, both 0700 as Debian makes them.  exec of
+    the build tree's daemon as that user then fails with EACCES before the
+    daemon runs a single instruction, which says nothing about the daemon.
+    The copy lives in the world-traversable run directory, and it must be
+    byte for byte the binary under test (the ASan build too: its runtime is
+    a shared library from the system's paths, not from the build tree), so
+    a user mount tests the same daemon.  Whether the user can then actually
+    run it and mount through fusermount3 is up to the daemon: any failure
+    there fails the case.
+    """
+    copy = _user_daemons.get(path)
+    if copy is None:
+        directory = os.path.join(run_dir(), 'user-daemon')
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        copy = os.path.join(directory, f'{len(_user_daemons) + 1}-{os.path.basename(path)}')
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o755)
+        if not filecmp.cmp(path, copy, shallow=False):
+            raise HarnessError(f'the copy {copy} of {path} differs from it')
+        _user_daemons[path] = copy
+    return copy
+
+
 def scratch_dir(label):
     """A new empty directory under the run directory."""
     path = os.path.join(run_dir(), f'{label}-{next(_mount_ids):03d}')
@@ -708,18 +739,25 @@ class Mount:
         if not os.access(self.daemon, os.X_OK):
             raise HarnessError(f'daemon {self.daemon} is not an executable '
                                '(set UFS_DAEMON or UFS_BUILDDIR)')
+        daemon = user_daemon(self.daemon) if self.user else self.daemon
         # An empty config file: the host's /etc/uringfs/uringfs.conf must not leak in.
         empty = os.path.join(run_dir(), 'empty.conf')
         if not os.path.exists(empty):
             open(empty, 'w').close()
-        cmd = [self.daemon, '-f', '--config', empty] + (['-o', self.opts] if self.opts else []) \
+        cmd = [daemon, '-f', '--config', empty] + (['-o', self.opts] if self.opts else []) \
             + [self.src, self.mnt]
         with open(self.log, 'ab') as log:
+            if daemon != self.daemon:
+                log.write(f'# {daemon}: a copy of {self.daemon} for user {self.user}\n'.encode())
             log.write(f'# {" ".join(cmd)}\n'.encode())
             log.flush()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                         **self._user_kwargs())
+            try:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True,
+                                             **self._user_kwargs())
+            except OSError as e:
+                raise HarnessError(f'cannot start {daemon} as {self.user or "root"}: {e}') \
+                    from None
 
     def _wait_mounted(self):
         deadline = time.monotonic() + MOUNT_TIMEOUT

@@ -225,6 +225,12 @@ def user_session(mnt):
 
 @case(user=True, mount=False)
 def daemon_as_user():
+    """The daemon run by the test user mounts through fusermount3 and serves.
+
+    ufs.Mount runs a byte-identical copy of the daemon under test from the
+    run directory (ufs.user_daemon): the build tree may sit in a 0700 home,
+    where the user could not even exec it.  Everything after the exec is the
+    daemon's, and fails this case if it goes wrong."""
     ufs.require_daemon('the daemon must run as the ordinary user')
     uid = ids()[0]
     if not ufs.as_user(os.access, '/dev/fuse', os.R_OK | os.W_OK):

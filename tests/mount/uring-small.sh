@@ -12,4 +12,11 @@ export UFS_LIMITS_FILES=${UFS_LIMITS_FILES:-50000}
 exec {lock}>/run/lock/uringfs-enable_uring
 flock -s "$lock"
 
+# run.py would skip the whole run with enable_uring=N; say why it is N, and
+# under CI fail (tests/lib/suite.sh).
+# shellcheck source=../lib/suite.sh source-path=SCRIPTDIR
+. "$here/../lib/suite.sh"
+cause=$(ufs_uring_cause)
+[[ -z $cause ]] || ufs_cannot_run "FUSE-over-io_uring: $cause"
+
 exec /usr/bin/python3 "$here/run.py" --variant uring-small

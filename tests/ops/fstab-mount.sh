@@ -21,8 +21,9 @@ command -v mount.fuse3 >/dev/null || t_skip_all "mount.fuse3 is missing (Debian 
 [[ -d /usr/local/sbin && -f /etc/fstab ]] || t_skip_all "no /usr/local/sbin or /etc/fstab to cover"
 
 if [[ -z ${UFS_OPS_OWN_NAMESPACE:-} ]]; then
-	unshare --mount --propagation private true 2>/dev/null ||
-		t_skip_all "cannot create a mount namespace (unshare --mount)"
+	# In a chroot whose / is not a mount point this fails with EINVAL.
+	err=$(unshare --mount --propagation private true 2>&1) ||
+		t_skip_all "cannot create a mount namespace: ${err:-unshare --mount failed}"
 	UFS_OPS_OWN_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
 

@@ -7,14 +7,15 @@
 # Fetches the parts of linux-image-7.3-amd64 (vmlinuz and modules) plus the
 # matching linux-libc-dev, unpacks them with dpkg -x and builds modules.dep, so
 # that run-guest.sh can boot the kernel under qemu. Nothing is installed on
-# the host: apt runs with a private configuration whose lists, archives and
-# dpkg status all live inside CACHE_DIR.
+# the host: apt runs with a private configuration (private-apt.sh) whose
+# lists, archives and dpkg status all live inside CACHE_DIR.
 #
 # CACHE_DIR defaults to $UFS_VM_CACHE, else /var/cache/uringfs-vm.
 # A second run finds everything in place and only prints the paths.
 #
-# Exit status: 0 on success, 77 when the archive cannot be reached (so that
-# callers can skip), 1 on any other error.
+# Exit status: 0 on success, 77 when the archive cannot give us the kernel
+# (no mirror, no keyring, apt failed, no such package), 1 on any other
+# error. Either way the last line on stderr says why, as apt said it.
 
 set -euo pipefail
 
@@ -22,7 +23,11 @@ readonly KERNEL_SERIES=7.3
 readonly KERNEL_FLAVOUR=amd64
 readonly KERNEL_RELEASE="$KERNEL_SERIES-$KERNEL_FLAVOUR"
 readonly ARCHIVE_SUITE=experimental
-readonly ARCHIVE_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+readonly script_dir
+# shellcheck source=private-apt.sh source-path=SCRIPTDIR
+. "$script_dir/private-apt.sh"
 
 cache_dir=
 apt_dir=
@@ -32,7 +37,9 @@ die() {
 	exit 1
 }
 
-# Exit 77 ("skip"): the caller cannot do anything about a missing network.
+# Exit 77: the archive cannot give us the kernel. The caller decides whether
+# that is a skip (a developer's machine offline) or a failure (CI), so the
+# message must be the cause itself: its callers show it as it is.
 skip() {
 	echo "fetch-kernel: SKIP: $*" >&2
 	exit 77
@@ -67,118 +74,13 @@ print_paths() {
 	echo "packages:     $(paste -sd ' ' "$(stamp_file)")"
 }
 
-# Print the URIs of a deb822 .sources file whose stanza carries binary
-# packages for a plain release (not -security, -updates or -backports).
-mirrors_from_deb822() {
-	awk -v RS= -F '\n' '
-		{
-			types = ""; suites = ""; uris = ""; enabled = "yes"
-			for (i = 1; i <= NF; i++) {
-				if ($i ~ /^#/)
-					continue
-				split($i, kv, ":[ \t]*")
-				key = tolower(kv[1])
-				val = substr($i, length(kv[1]) + 2)
-				sub(/^[ \t]+/, "", val)
-				if (key == "types") types = val
-				else if (key == "suites") suites = val
-				else if (key == "uris") uris = val
-				else if (key == "enabled") enabled = tolower(val)
-			}
-			if (enabled == "no" || (" " types " ") !~ / deb /)
-				next
-			n = split(suites, s, /[ \t]+/)
-			for (i = 1; i <= n; i++)
-				if (s[i] != "" && s[i] !~ /-/) {
-					split(uris, u, /[ \t]+/)
-					print u[1]
-					break
-				}
-		}' "$1"
-}
-
-# Same for one-line "deb [options] URI SUITE COMPONENTS..." files.
-mirrors_from_one_line_list() {
-	awk '
-		$1 != "deb" { next }
-		{
-			i = 2
-			if ($i ~ /^\[/)
-				while ($i !~ /\]$/ && i < NF)
-					i++
-			if ($i ~ /^\[/ || $i ~ /\]$/)
-				i++
-			if ($(i + 1) !~ /-/)
-				print $i
-		}' "$1"
-}
-
-# The machine's own Debian mirror, so that no host name lives in the
-# repository and CI uses whatever mirror or proxy it is configured for.
-# $UFS_VM_MIRROR overrides it (e.g. on a non-Debian CI host).
-find_mirror() {
-	local f uri
-
-	if [[ -n "${UFS_VM_MIRROR:-}" ]]; then
-		echo "$UFS_VM_MIRROR"
-		return
-	fi
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -r "$f" ]] || continue
-		uri=$(mirrors_from_deb822 "$f" | head -n 1)
-		[[ -n "$uri" ]] && { echo "$uri"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -r "$f" ]] || continue
-		uri=$(mirrors_from_one_line_list "$f" | head -n 1)
-		[[ -n "$uri" ]] && { echo "$uri"; return; }
-	done
-	return 0
-}
-
-# A private apt configuration: its own sources, lists, archives and an empty
-# dpkg status, so the host's installed packages do not influence candidate
-# versions and nothing on the host changes.
-write_private_apt_config() {
-	local mirror=$1
-
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
-	: > "$apt_dir/status"
-	echo "deb [signed-by=$ARCHIVE_KEYRING] $mirror $ARCHIVE_SUITE main" \
-		> "$apt_dir/sources.list"
-	cat > "$apt_dir/apt.conf" <<-EOF
-		Dir::Etc::SourceList "$apt_dir/sources.list";
-		Dir::Etc::SourceParts "/dev/null";
-		Dir::Etc::Preferences "/dev/null";
-		Dir::Etc::PreferencesParts "/dev/null";
-		Dir::State::Lists "$apt_dir/lists";
-		Dir::State::status "$apt_dir/status";
-		Dir::Cache::Archives "$apt_dir/archives";
-		Dir::Cache::pkgcache "$apt_dir/pkgcache.bin";
-		Dir::Cache::srcpkgcache "$apt_dir/srcpkgcache.bin";
-		APT::Architecture "$KERNEL_FLAVOUR";
-		APT::Architectures { "$KERNEL_FLAVOUR"; };
-		Acquire::Languages "none";
-		APT::Update::Error-Mode "any";
-	EOF
-}
-
 private_apt() {
-	local tool=$1
-	shift
-	APT_CONFIG="$apt_dir/apt.conf" "$tool" -q "$@"
+	pa_apt "$@"
 }
 
 update_package_lists() {
-	local mirror
-
-	[[ -r "$ARCHIVE_KEYRING" ]] ||
-		skip "$ARCHIVE_KEYRING missing (install debian-archive-keyring)"
-	mirror=$(find_mirror)
-	[[ -n "$mirror" ]] || skip "no Debian mirror found in the apt sources"
-	write_private_apt_config "$mirror"
-	private_apt apt-get update > "$apt_dir/update.log" 2>&1 ||
-		skip "cannot update $ARCHIVE_SUITE package lists from $mirror (see $apt_dir/update.log)"
+	pa_setup "$apt_dir" "$ARCHIVE_SUITE" "$KERNEL_FLAVOUR" || skip "$pa_error"
+	pa_update || skip "$pa_error"
 }
 
 # linux-image-7.3-amd64 is only a meta package; the files are in the
@@ -210,7 +112,8 @@ download_packages() {
 	shift
 
 	(cd "$dir" && private_apt apt-get download "$@") > "$apt_dir/download.log" 2>&1 ||
-		skip "cannot download $* (see $apt_dir/download.log)"
+		skip "cannot download $*: $(pa_log_error "$apt_dir/download.log")" \
+			"(log: $apt_dir/download.log)"
 }
 
 # Unpack into a scratch directory and rename it into place, so a half-done
@@ -253,12 +156,12 @@ package_versions() {
 }
 
 fetch_all() {
-	local dl="$cache_dir/debs" parts
+	local dl="$cache_dir/debs" parts err
 
 	rm -f "$(stamp_file)"
 	update_package_lists
-	private_apt apt-cache show "linux-image-$KERNEL_RELEASE" > /dev/null 2>&1 ||
-		skip "$ARCHIVE_SUITE has no linux-image-$KERNEL_RELEASE"
+	err=$(private_apt apt-cache show "linux-image-$KERNEL_RELEASE" 2>&1 > /dev/null) ||
+		skip "$ARCHIVE_SUITE at $pa_mirror has no linux-image-$KERNEL_RELEASE: $err"
 	mapfile -t parts < <(kernel_packages)
 	[[ ${#parts[@]} -gt 0 ]] || die "cannot resolve the parts of linux-image-$KERNEL_RELEASE"
 
