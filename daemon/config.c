@@ -579,6 +579,15 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 		return -EINVAL;
 	}
 	/*
+	 * Only the kernel can enforce POSIX ACLs (fs_xattr.c), of SOURCE or of
+	 * whatever is mounted below it, now or later: other users need it to.
+	 */
+	if (cfg->allow_other && (!cfg->posix_acl || !cfg->xattr)) {
+		error_set(err, "allow_other with %s would leave POSIX ACLs unenforced: refused",
+			  !cfg->posix_acl ? "posix_acl=off" : "xattr=off");
+		return -EINVAL;
+	}
+	/*
 	 * The kernel's request timeout covers a lock wait like any request: a
 	 * SETLKW held longer than the timeout would abort the whole mount.
 	 */

@@ -80,8 +80,6 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 		goto err_files;
 	ret = ufs_inode_handles_init(fs);
 	if (!ret)
-		ret = ufs_acl_probe(fs);
-	if (!ret)
 		ret = ufs_control_init(fs);
 	if (ret) {
 		ufs_file_table_destroy(fs);

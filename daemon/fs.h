@@ -74,7 +74,6 @@ struct ufs_fs {
 	char root_path[PATH_MAX];	/* as the kernel spells it, for check_beneath */
 	size_t root_path_len;
 	bool running_as_root;
-	bool backing_acls;		/* SOURCE keeps POSIX ACLs (probed at its root) */
 	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
 	struct ufs_inode *root;
 
@@ -187,8 +186,7 @@ ssize_t ufs_control_read(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file
 			 uint64_t off, uint32_t size);
 
 /* fs_xattr.c */
-int ufs_acl_probe(struct ufs_fs *fs);
-const char *ufs_acls_unenforced(const struct ufs_fs *fs, const struct ufs_conn *conn);
+const char *ufs_acls_unenforced(const struct ufs_config *cfg, const struct ufs_conn *conn);
 
 /* fs_lock.c */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);

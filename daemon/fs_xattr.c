@@ -45,6 +45,20 @@ static bool xattr_denied(const struct ufs_fs *fs, const struct ufs_req *req, con
 	return false;
 }
 
+/*
+ * With FUSE_POSIX_ACL the kernel reads a file's ACLs to check permission,
+ * and takes only "none" (ENODATA) for an answer without one: EOPNOTSUPP
+ * from a file system that has no ACLs (ramfs, vfat, a submount of SOURCE)
+ * would fail every permission check on it (fs/fuse/acl.c: __fuse_get_acl).
+ * A file there has no ACL, which is what ENODATA says.
+ */
+static int acl_errno(const char *name, int err)
+{
+	if (err == -EOPNOTSUPP && has_prefix(name, "system.posix_acl_"))
+		return -ENODATA;
+	return err;
+}
+
 static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, size_t len)
 {
 	if (!fs->cfg->xattr)
@@ -55,37 +69,20 @@ static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, siz
 }
 
 /*
- * Does SOURCE keep POSIX ACLs?  Its root answers ENODATA or an ACL where it
- * does, EOPNOTSUPP where it does not.
+ * Every handler but the creating ones runs with the daemon's rights, so
+ * POSIX ACLs, of SOURCE or of any file system mounted below it, are
+ * enforced through the mount only by the kernel, which does it with
+ * FUSE_POSIX_ACL (and default_permissions, which that implies).  Returns
+ * NULL when they are, else the reason they would not be; conn is NULL
+ * before INIT.
  */
-int ufs_acl_probe(struct ufs_fs *fs)
+const char *ufs_acls_unenforced(const struct ufs_config *cfg, const struct ufs_conn *conn)
 {
-	char path[64];
-	int ret;
-
-	ret = xattr_path(fs->root, path, sizeof(path));
-	if (ret)
-		return ret;
-	fs->backing_acls = getxattr(path, ACL_ACCESS, NULL, 0) >= 0 || errno == ENODATA;
-	return 0;
-}
-
-/*
- * Every handler but the creating ones runs with the daemon's rights, so an
- * ACL of SOURCE is enforced through the mount only by the kernel, which does
- * it with FUSE_POSIX_ACL (and default_permissions, which that implies).
- * Returns NULL when SOURCE's ACLs are enforced or it has none, else the
- * reason they would not be; conn is NULL before INIT.
- */
-const char *ufs_acls_unenforced(const struct ufs_fs *fs, const struct ufs_conn *conn)
-{
-	if (!fs->backing_acls)
-		return NULL;
-	if (!fs->cfg->xattr)
+	if (!cfg->xattr)
 		return "xattr=off";
-	if (!fs->cfg->posix_acl)
+	if (!cfg->posix_acl)
 		return "posix_acl=off";
-	if (!fs->cfg->default_permissions)
+	if (!cfg->default_permissions)
 		return "default_permissions=off";
 	if (conn && !ufs_conn_has(conn, FUSE_POSIX_ACL))
 		return "the kernel did not offer FUSE_POSIX_ACL";
@@ -135,14 +132,14 @@ ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
 
 		n = getxattr(path, req->args.name, NULL, 0);
 		if (n < 0)
-			return -errno;
+			return acl_errno(req->args.name, -errno);
 		memset(out, 0, sizeof(*out));
 		out->size = n;
 		return sizeof(*out);
 	}
 	n = getxattr(path, req->args.name, req->out,
 		     in->size < req->out_cap ? in->size : req->out_cap);
-	return n < 0 ? -errno : n;
+	return n < 0 ? acl_errno(req->args.name, -errno) : n;
 }
 
 /* Drop the names the policy hides from a listxattr buffer; returns the new length. */

@@ -439,10 +439,10 @@ static int handle_init(struct ufs_daemon *d)
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
-	why = ufs_acls_unenforced(&d->fs, &d->conn);
+	why = ufs_acls_unenforced(&d->cfg, &d->conn);
 	if (why && d->cfg.allow_other) {
-		ufs_err("%s keeps POSIX ACLs that would not be enforced through the mount (%s): "
-			"refusing allow_other", d->source, why);
+		ufs_err("allow_other: POSIX ACLs would not be enforced through the mount (%s)",
+			why);
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
@@ -795,7 +795,6 @@ static int run(struct ufs_daemon *d)
 {
 	struct ufs_config_error err;
 	int ready_fd = -1, ret;
-	const char *why;
 	sigset_t sigs;
 
 	/* Before the mount: a signal from now on must not leave it behind. */
@@ -809,13 +808,6 @@ static int run(struct ufs_daemon *d)
 	d->fs.conn = &d->conn;
 	d->fs.noatime = d->mount_opts.noatime;
 	d->fs.nodiratime = d->mount_opts.nodiratime;
-	/* Settings that would leave ACLs unenforced are refused before mounting. */
-	why = d->cfg.allow_other ? ufs_acls_unenforced(&d->fs, NULL) : NULL;
-	if (why) {
-		fprintf(stderr, "uringfs: %s keeps POSIX ACLs that would not be enforced through the "
-			"mount (%s): refusing allow_other\n", d->source, why);
-		goto err_fs;
-	}
 	d->fs.control_snapshot = control_snapshot;
 	d->fs.attr_stale = attr_stale;
 	d->fs.upcall_arg = d;

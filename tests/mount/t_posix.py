@@ -279,6 +279,46 @@ def acls_enforced(m):
     check_eq(getfacl(f'{w.src}/granted'), getfacl(f'{w.mnt}/granted'), 'the ACL reached the backing file')
 
 
+@case(mount=False, root=True, user=True)
+def acl_less_source():
+    """A source on a file system without POSIX ACLs (ramfs) works with the
+    default settings, which enforce ACLs; and ACLs of a file system mounted
+    below it are enforced all the same."""
+    ufs.require_daemon('only the daemon negotiates ACLs')
+    base = ufs.scratch_dir('ramfs')
+    subprocess.run(['mount', '-t', 'ramfs', 'ufs-ramfs', base], check=True)
+    try:
+        os.chmod(base, 0o755)
+        for d in ('src', 'ref'):
+            os.mkdir(f'{base}/{d}')
+            make(f'{base}/{d}/pub', b'hello', 0o644)
+            make_dir(f'{base}/{d}/mine', 0o755, (uid(), ugid()))
+            make(f'{base}/{d}/mine/f', b'x', 0o640, (uid(), ugid()))
+            os.mkdir(f'{base}/{d}/sub')
+            subprocess.run(['mount', '-t', 'tmpfs', 'ufs-tmpfs', f'{base}/{d}/sub'], check=True)
+            os.chmod(f'{base}/{d}/sub', 0o755)
+            make(f'{base}/{d}/sub/denied', b'secret', 0o644)
+            setfacl('-m', f'u:{ufs.TEST_USER}:---', f'{base}/{d}/sub/denied')
+        with ufs.Mount(opts=OPTS, source=f'{base}/src') as m:
+            def steps(d):
+                return [step('read pub', ufs.read_file, f'{d}/pub'),
+                        step('list', lambda p: sorted(os.listdir(p)), d),
+                        step('read mine/f', ufs.read_file, f'{d}/mine/f'),
+                        step('list mine', lambda p: sorted(os.listdir(p)), f'{d}/mine'),
+                        step('read sub/denied', ufs.read_file, f'{d}/sub/denied')]
+            for who in WHO:
+                want = steps(f'{base}/ref') if who == 'root' else \
+                    ufs.as_user(steps, f'{base}/ref')
+                got = steps(m.mnt) if who == 'root' else ufs.as_user(steps, m.mnt)
+                check_eq(got, want, f'{who} on an ACL-less source (mount, native)')
+            check_eq(dict(ufs.as_user(steps, m.mnt))['read sub/denied'], 'EACCES',
+                     'the submount\'s ACL denies the user')
+    finally:
+        for d in ('src', 'ref'):
+            subprocess.run(['umount', '-l', f'{base}/{d}/sub'], capture_output=True)
+        subprocess.run(['umount', '-l', base], capture_output=True)
+
+
 def make_group_only_tree(d):
     """Directories the test user may change only through its supplementary
     group ufs-grp: by the directory's group, and by a group ACL entry."""

@@ -184,6 +184,17 @@ static void test_cross_checks(void)
 	cfg.allow_other = false;
 	is_int(ufs_config_validate(&cfg, &err), 0, "default_permissions=off alone");
 	ufs_config_defaults(&cfg);
+	cfg.allow_other = true;
+	cfg.posix_acl = false;
+	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "allow_other with posix_acl=off");
+	ok(strstr(err.msg, "posix_acl=off") != NULL, "the message names it: %s", err.msg);
+	cfg.posix_acl = true;
+	cfg.xattr = false;
+	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "allow_other with xattr=off");
+	ufs_config_defaults(&cfg);
+	cfg.posix_acl = false;
+	is_int(ufs_config_validate(&cfg, &err), 0, "posix_acl=off without allow_other");
+	ufs_config_defaults(&cfg);
 	cfg.request_timeout = 15;
 	cfg.posix_locks = true;
 	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "request_timeout with posix_locks");
