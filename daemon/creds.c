@@ -17,8 +17,7 @@
  *
  * The kernel sends no supplementary groups but, with FUSE_CREATE_SUPP_GROUP,
  * the parent directory's group when the caller is in it.  The full list is
- * read from /proc/PID/status of the calling thread, which waits in the
- * kernel for our reply.
+ * read from /proc/PID/status of the calling thread (caller.c).
  *
  * The raw system calls are used on purpose: they change only the calling
  * thread, while glibc's wrappers would change every thread of the process.
@@ -34,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "caller.h"
 #include "fs.h"
 #include "log.h"
 
@@ -82,65 +82,39 @@ static void groups_release(struct ufs_creds *c)
 	c->groups_cap = UFS_CREDS_INLINE_GROUPS;
 }
 
-/* The fourth id of a "Uid:" or "Gid:" line: real, effective, saved, fs. */
-static bool fs_id_is(const char *line, unsigned int want)
-{
-	unsigned int r, e, s, f;
+struct groups_parse {
+	struct ufs_creds *c;
+	int n;
+};
 
-	return sscanf(line, "%u %u %u %u", &r, &e, &s, &f) == 4 && f == want;
+/* The Groups: line, into c->groups. */
+static int groups_line(const char *key, const char *value, void *arg)
+{
+	struct groups_parse *g = arg;
+	const char *p = value;
+	char *end;
+
+	if (strcmp(key, "Groups"))
+		return 1;
+	for (;;) {
+		unsigned long gid = strtoul(p, &end, 10);
+
+		if (end == p)
+			return 0;
+		if (g->n == CREDS_MAX_GROUPS || groups_reserve(g->c, g->n + 1))
+			return -ENOMEM;
+		g->c->groups[g->n++] = gid;
+		p = end;
+	}
 }
 
-/*
- * The supplementary groups of the calling thread, from /proc/PID/status.
- * The kernel names the thread in its pid namespace of the mount (0 when
- * it has none there).  The list is taken only if the thread there still
- * has the request's fsuid and fsgid: should the caller have died and its
- * id gone to another process, that one's groups are not ours to use.
- * Returns the count, or a negative errno.
- */
+/* The caller's supplementary groups (caller.c); the count, or a negative errno. */
 static int caller_groups(const struct ufs_req *req, struct ufs_creds *c)
 {
-	char path[48], *line = NULL;
-	bool uid_ok = false, gid_ok = false;
-	int n = -ESRCH;
-	size_t cap = 0;
-	FILE *f;
+	struct groups_parse g = { .c = c };
+	int ret = ufs_caller_status(req, groups_line, &g);
 
-	if (!req->in->pid)
-		return -ESRCH;
-	snprintf(path, sizeof(path), "/proc/%u/status", req->in->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		if (!strncmp(line, "Uid:", 4)) {
-			uid_ok = fs_id_is(line + 4, req->in->uid);
-		} else if (!strncmp(line, "Gid:", 4)) {
-			gid_ok = fs_id_is(line + 4, req->in->gid);
-		} else if (!strncmp(line, "Groups:", 7)) {
-			char *p = line + 7, *end;
-
-			n = 0;
-			for (;;) {
-				unsigned long gid = strtoul(p, &end, 10);
-
-				if (end == p)
-					break;
-				if (n == CREDS_MAX_GROUPS || groups_reserve(c, n + 1)) {
-					n = -ENOMEM;
-					break;
-				}
-				c->groups[n++] = gid;
-				p = end;
-			}
-			break;	/* Groups: comes after Uid: and Gid: */
-		}
-	}
-	free(line);
-	fclose(f);
-	if (n >= 0 && !(uid_ok && gid_ok))
-		n = -ESRCH;
-	return n;
+	return ret ? ret : g.n;
 }
 
 /* The kernel's own hint: the parent's group, if the caller is in it. */

@@ -133,8 +133,10 @@ static ssize_t open_wait_done(struct ufs_req *req, void *arg, ssize_t fd)
 }
 
 static const struct ufs_wait_ops open_wait_ops = {
+	.name = "an open behind a lease",
 	.run = open_wait_run,
 	.done = open_wait_done,
+	.timeout_error = -EWOULDBLOCK,	/* as an O_NONBLOCK open would answer */
 };
 
 ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)

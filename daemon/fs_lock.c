@@ -322,8 +322,10 @@ static ssize_t lock_wait_done(struct ufs_req *req, void *arg, ssize_t ret)
 }
 
 static const struct ufs_wait_ops lock_wait_ops = {
+	.name = "a lock wait",
 	.run = lock_wait_run,
 	.done = lock_wait_done,
+	.timeout_error = -EDEADLK,	/* never: locks and request_timeout exclude each other */
 };
 
 ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)

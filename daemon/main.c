@@ -676,8 +676,6 @@ static int loop_timeout(int64_t grace_deadline, int64_t next_status)
 {
 	int64_t now = now_ms(), wait = -1;
 
-	if (ufs_wait_kick())
-		wait = 20;	/* interrupted lock waits get their signal again */
 	if (grace_deadline >= 0 && (wait < 0 || grace_deadline - now < wait))
 		wait = grace_deadline > now ? grace_deadline - now : 0;
 	if (next_status >= 0 && (wait < 0 || next_status - now < wait))

@@ -8,24 +8,46 @@
  * An INTERRUPT for the request, or the end of the connection, wakes the
  * call with WAKE_SIGNAL (installed without SA_RESTART, so the call returns
  * EINTR) and the caller sees EINTR.  A signal sent just before the call
- * sleeps is lost, so the main loop sends it again (ufs_wait_kick) until the
- * interrupted wait has ended.
+ * sleeps would be lost, so the call is woken every WAIT_TICK_MS anyway, by
+ * a timer of its own thread, and looks again.  The ticks also catch what
+ * the kernel may never say:
+ *  - an INTERRUPT: over io_uring the kernel does not send one for a caller
+ *    signalled while its request waited for a ring entry (fs/fuse/
+ *    dev_uring.c: fuse_uring_prepare_send sets FR_SENT without checking
+ *    FR_INTERRUPTED, unlike fuse_dev_do_read), and that caller then waits
+ *    in D state, even for SIGKILL.  A signal pending for the caller at two
+ *    looks in a row ends the wait as an INTERRUPT would;
+ *  - the request timeout: a wait must end before the kernel aborts the
+ *    whole mount for it, so with request_timeout it gives up with the
+ *    operation's timeout error WAIT_TIMEOUT_MARGIN_S before.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "caller.h"
 #include "dispatch.h"
 #include "fs.h"
 #include "interrupt.h"
 #include "io_copy.h"
 #include "log.h"
+#include "session.h"
 #include "wait.h"
 #include "worker.h"
 
+/* glibc before 2.35 has the field but not its name (sigevent(7)). */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
 #define WAKE_SIGNAL (SIGRTMIN + 1)
+#define WAIT_TICK_MS 50
+#define WAIT_SIGNAL_LOOK_TICKS 4	/* the caller's pending signals, every 200 ms */
+#define WAIT_TIMEOUT_MARGIN_S 5
 
 /* A long wait in progress; linked on waits, protected by waits_lock. */
 struct ufs_wait {
@@ -72,22 +94,87 @@ static void wait_unlink(struct ufs_wait *w)
 	pthread_mutex_unlock(&waits_lock);
 }
 
-/* The call, again after every wake-up that is not an INTERRUPT. */
+/* A timer that sends this thread WAKE_SIGNAL every WAIT_TICK_MS. */
+static int tick_start(timer_t *timer)
+{
+	struct sigevent ev = {
+		.sigev_notify = SIGEV_THREAD_ID,
+		.sigev_signo = WAKE_SIGNAL,
+		.sigev_notify_thread_id = gettid(),
+	};
+	struct itimerspec every = {
+		.it_interval = { .tv_nsec = WAIT_TICK_MS * 1000000L },
+		.it_value = { .tv_nsec = WAIT_TICK_MS * 1000000L },
+	};
+
+	if (timer_create(CLOCK_MONOTONIC, &ev, timer))
+		return -errno;
+	if (timer_settime(*timer, 0, &every, NULL)) {
+		timer_delete(*timer);
+		return -errno;
+	}
+	return 0;
+}
+
+/* Seconds a wait may last before the kernel's request timeout: 0 for no limit. */
+static unsigned int wait_limit_s(const struct ufs_req *req)
+{
+	unsigned int t = req->fs->cfg->request_timeout;
+
+	if (!t || !ufs_conn_has(req->fs->conn, FUSE_REQUEST_TIMEOUT))
+		return 0;
+	return t - WAIT_TIMEOUT_MARGIN_S;	/* at least 10: request_timeout >= 15 */
+}
+
+/*
+ * The call, again after every wake-up, until it is done, interrupted (by
+ * INTERRUPT, or by a signal the kernel did not tell us of) or out of time.
+ */
 static ssize_t wait_run(struct ufs_wait *w)
 {
+	unsigned int limit = wait_limit_s(w->req), ticks = 0, signalled = 0;
+	struct timespec start, now;
 	sigset_t wake;
+	timer_t timer;
 	ssize_t ret;
 
 	sigemptyset(&wake);
 	sigaddset(&wake, WAKE_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	if (tick_start(&timer)) {
+		ufs_log_once(UFS_LOG_ERR, "long wait: no timer (%m): waits end only by INTERRUPT");
+		timer = NULL;
+	}
 	for (;;) {
-		if (w->interrupted)
-			return -EINTR;
+		if (w->interrupted) {
+			ret = -EINTR;
+			break;
+		}
 		ret = w->ops->run(w->req, w->arg);
 		if (ret != -EINTR)
-			return ret;
+			break;
+		if (++ticks % WAIT_SIGNAL_LOOK_TICKS == 0) {
+			signalled = ufs_caller_signalled(w->req) == 1 ? signalled + 1 : 0;
+			if (signalled == 2) {
+				ufs_log_once(UFS_LOG_INFO, "a caller waiting in %s has a signal "
+					     "pending but no INTERRUPT came: ending its wait",
+					     w->ops->name);
+				w->interrupted = true;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (limit && now.tv_sec - start.tv_sec >= limit) {
+			ufs_log_once(UFS_LOG_WARN, "%s waited %u s, near request_timeout: giving up "
+				     "(%s) before the kernel aborts the mount", w->ops->name, limit,
+				     strerror(-w->ops->timeout_error));
+			ret = w->ops->timeout_error;
+			break;
+		}
 	}
+	if (timer)
+		timer_delete(timer);
+	return ret;
 }
 
 static void *wait_thread(void *arg)
@@ -195,22 +282,6 @@ void ufs_wait_interrupt_all(void)
 		pthread_kill(w->thread, WAKE_SIGNAL);
 	}
 	pthread_mutex_unlock(&waits_lock);
-}
-
-bool ufs_wait_kick(void)
-{
-	struct ufs_wait *w;
-	bool pending = false;
-
-	pthread_mutex_lock(&waits_lock);
-	for (w = waits; w; w = w->next) {
-		if (w->interrupted) {
-			pthread_kill(w->thread, WAKE_SIGNAL);
-			pending = true;
-		}
-	}
-	pthread_mutex_unlock(&waits_lock);
-	return pending;
 }
 
 void ufs_wait_idle(void)

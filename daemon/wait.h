@@ -13,10 +13,13 @@
 struct ufs_req;
 
 struct ufs_wait_ops {
+	const char *name;		/* for the log: "a lock wait" */
 	/* The blocking call: a result, or -EINTR when woken (then run again unless interrupted). */
 	ssize_t (*run)(struct ufs_req *req, void *arg);
 	/* After the call, on the helper thread: the reply length or an errno.  Owns arg. */
 	ssize_t (*done)(struct ufs_req *req, void *arg, ssize_t ret);
+	/* What a wait that must end before request_timeout answers. */
+	int timeout_error;
 };
 
 /*
@@ -32,8 +35,6 @@ bool ufs_wait_interrupt(uint64_t unique);
 int ufs_wait_block_wake_signal(void);
 /* The connection ended: wake every wait (each replies EINTR), refuse new ones. */
 void ufs_wait_interrupt_all(void);
-/* Interrupted waits still waiting get their signal again; true if there are any. */
-bool ufs_wait_kick(void);
 /* Until every helper thread has replied, so none outlives its transport. */
 void ufs_wait_idle(void);
 

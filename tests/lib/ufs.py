@@ -474,6 +474,14 @@ class Child:
             return value
         raise HarnessError(f'child {self.pid} finished instead of sending ({value!r})')
 
+    def next(self, timeout=30.0):
+        """('msg', value) for the child's next chan.send(), or ('result',
+        value) once fn returned.  HarnessError if neither comes in time."""
+        kind, value = self._recv(timeout)
+        if kind == 'result':
+            self._reap()
+        return kind, value
+
     def join(self, timeout=30.0):
         """Wait for fn to return; return its value."""
         while True:

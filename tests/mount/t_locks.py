@@ -11,6 +11,7 @@ import errno
 import fcntl
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -365,3 +366,53 @@ def open_waits_for_lease():
         check_eq(err, None, 'the open once the lease was given up')
         check(took >= 1.5, f'the open returned after {took:.1f} s, before the lease went')
         check(worst < 0.5, f'a read of another file took {worst:.2f} s while the open waited')
+
+
+@case(mount=False, root=True, timeout=120)
+def interrupted_waits_never_hang():
+    """Thousands of F_SETLKW and flock waits on a held lock, each interrupted
+    by signals (tests/mount/helpers/lock-interrupt.c): every one ends with
+    EINTR within 2 s, on either transport.  Over io_uring the kernel sends no
+    INTERRUPT for a caller signalled before its request reached a ring entry,
+    and the daemon must notice the pending signal itself; a wake-up signal
+    sent just before a wait sleeps must not be lost either."""
+    ufs.require_daemon('the waits are the daemon\'s')
+    tool = ufs.c_helper('helpers/lock-interrupt.c')
+    with ufs.Mount(opts=DAEMON) as m:
+        path = f'{m.mnt}/f'
+        ufs.write_file(path, bytes(100))
+        with ufs.Child(holder, path, WR, 0, 0) as a:
+            a.recv()
+            with opened(path, os.O_RDONLY) as fd:
+                fcntl.flock(fd, fcntl.LOCK_EX)   # the flock the other waits meet
+                for kind in ('posix', 'flock'):
+                    r = subprocess.run([tool, path, '12', kind], capture_output=True,
+                                       text=True, timeout=60)
+                    ufs.diag(f'{kind}: {r.stdout.strip()}')
+                    check_eq((r.returncode, r.stderr.strip()), (0, ''),
+                             f'{kind} waits interrupted by signals: {r.stdout.strip()}')
+            a.send(('exit', None))
+            a.join()
+
+
+@case(mount=False, root=True, timeout=90)
+def lease_wait_within_request_timeout():
+    """With request_timeout, an open waiting for a lease that is not given up
+    ends before the kernel would abort the whole mount for it: EWOULDBLOCK
+    after request_timeout - 5 s, and the mount keeps serving."""
+    ufs.require_daemon('the wait is the daemon\'s')
+    with ufs.Mount(opts='request_timeout=15') as m:
+        stats = m.stats() or {}
+        ufs.write_file(f'{m.src}/leased', b'x')
+        with ufs.Child(lease_holder, f'{m.src}/leased', 25.0) as h:
+            h.recv()
+            with ufs.Child(timed_open, f'{m.mnt}/leased', os.O_WRONLY) as w:
+                time.sleep(0.3)
+                h.send('go')
+                err, took = w.join(timeout=40)
+            check_eq(ufs.read_file(f'{m.mnt}/leased'), b'x', 'a read while the lease is held')
+            h.kill()
+        ufs.diag(f'the open ended with {err} after {took:.1f} s (transport {stats.get("transport")})')
+        check_eq(err, 'EAGAIN', 'the open behind a lease that stays')
+        check(9 <= took <= 12, f'it ended after {took:.1f} s, expected about 10 s')
+        check(m.alive(), 'the mount is gone')

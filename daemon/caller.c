@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * What the kernel does not send about the caller of a request, read from
+ * /proc/PID/status of the calling thread: its supplementary groups, its
+ * capabilities, its pending signals.
+ *
+ * The kernel names the thread by its id in the mount's pid namespace (0
+ * when it has none there).  The thread waits in the kernel for our reply,
+ * so it cannot go away meanwhile, but a request can outlive a caller that
+ * was killed, and then the id may belong to someone else: the lines are
+ * trusted only while that thread has the request's fsuid and fsgid.  Those
+ * lines come before every other one that is read here.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "caller.h"
+#include "fuse_abi.h"
+#include "req.h"
+
+/* The fourth id of a "Uid:" or "Gid:" line: real, effective, saved, fs. */
+static bool fs_id_is(const char *line, unsigned int want)
+{
+	unsigned int r, e, s, f;
+
+	return sscanf(line, "%u %u %u %u", &r, &e, &s, &f) == 4 && f == want;
+}
+
+int ufs_caller_status(const struct ufs_req *req, ufs_caller_line_fn *fn, void *arg)
+{
+	char path[48], *line = NULL;
+	bool uid_ok = false, gid_ok = false;
+	size_t cap = 0;
+	int ret = -ESRCH;
+	FILE *f;
+
+	if (!req->in->pid)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u/status", req->in->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *value = strchr(line, ':');
+
+		if (!value)
+			continue;
+		*value++ = '\0';
+		if (!strcmp(line, "Uid")) {
+			uid_ok = fs_id_is(value, req->in->uid);
+		} else if (!strcmp(line, "Gid")) {
+			gid_ok = fs_id_is(value, req->in->gid);
+		} else if (uid_ok && gid_ok) {
+			ret = fn(line, value, arg);
+			if (ret <= 0)
+				break;	/* done, or an error */
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!(uid_ok && gid_ok))
+		return -ESRCH;
+	return ret > 0 ? 0 : ret;
+}
+
+/* A hexadecimal mask line ("SigPnd:\t0000000000000100"). */
+static uint64_t mask_of(const char *value)
+{
+	return strtoull(value, NULL, 16);
+}
+
+struct caller_masks {
+	uint64_t pending, shared, blocked, caps;
+	unsigned int left;	/* lines still to find */
+};
+
+static int masks_line(const char *key, const char *value, void *arg)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} wanted[] = {
+		{ "SigPnd", offsetof(struct caller_masks, pending) },
+		{ "ShdPnd", offsetof(struct caller_masks, shared) },
+		{ "SigBlk", offsetof(struct caller_masks, blocked) },
+		{ "CapEff", offsetof(struct caller_masks, caps) },
+	};
+	struct caller_masks *m = arg;
+
+	for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
+		if (!strcmp(key, wanted[i].key)) {
+			*(uint64_t *)((char *)m + wanted[i].off) = mask_of(value);
+			m->left--;
+			break;
+		}
+	}
+	return m->left ? 1 : 0;
+}
+
+bool ufs_caller_capable(const struct ufs_req *req, int cap)
+{
+	struct caller_masks m = { .left = 4 };
+
+	/* Unknown: as the kernel's own view of uid 0 is, without capabilities. */
+	if (ufs_caller_status(req, masks_line, &m))
+		return req->in->uid == 0;
+	return (m.caps >> cap) & 1;
+}
+
+int ufs_caller_signalled(const struct ufs_req *req)
+{
+	struct caller_masks m = { .left = 4 };
+	int ret = ufs_caller_status(req, masks_line, &m);
+
+	if (ret)
+		return ret;
+	/* Ignored signals are never queued: a pending one will be delivered. */
+	return ((m.pending | m.shared) & ~m.blocked) != 0;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What /proc/PID/status says about the thread a request came from (caller.c).
+ */
+#ifndef UFS_CALLER_H
+#define UFS_CALLER_H
+
+#include <stdbool.h>
+
+struct ufs_req;
+
+/* One "Key:\tvalue" line: > 0 for more, 0 when done, < 0 an error to end with. */
+typedef int ufs_caller_line_fn(const char *key, const char *value, void *arg);
+
+/*
+ * Feed the caller's status lines after Uid: and Gid: to fn, if they show
+ * the request's fsuid and fsgid.  Returns 0, fn's error, or a negative
+ * errno when the caller cannot be read (-ESRCH: no pid, or not it).
+ */
+int ufs_caller_status(const struct ufs_req *req, ufs_caller_line_fn *fn, void *arg);
+
+/* Does the caller hold capability cap (CAP_FSETID ...)?  Unreadable: uid 0 does. */
+bool ufs_caller_capable(const struct ufs_req *req, int cap);
+
+/*
+ * Has the caller a signal pending that it does not block?  1 or 0, or a
+ * negative errno when it cannot be read.
+ */
+int ufs_caller_signalled(const struct ufs_req *req);
+
+#endif /* UFS_CALLER_H */
