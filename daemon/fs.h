@@ -130,6 +130,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
 void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
+int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 size_t ufs_inode_count(struct ufs_fs *fs);
 

@@ -36,6 +36,9 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
+	ret = ufs_inode_dir_beneath(fs, req->inode);
+	if (ret)
+		return ret;
 	fd = ufs_reopen(fs, req->inode, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd;
@@ -174,6 +177,9 @@ static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
 
 	if (!dir || !dir->is_dir)
 		return -EBADF;
+	ret = ufs_inode_dir_beneath(fs, req->inode);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&dir->dir_lock);
 	ret = dir_seek(dir, in->offset);
 	while (!ret) {

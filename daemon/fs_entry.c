@@ -73,6 +73,9 @@ ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
 		ufs_fill_attr_out(fs, req->out, &st);
 		return sizeof(struct fuse_attr_out);
 	}
+	ret = ufs_inode_dir_beneath(fs, req->inode);
+	if (ret)
+		return ret;
 	if (in->getattr_flags & FUSE_GETATTR_FH)
 		file = ufs_file_lookup(fs, in->fh);
 	if (file && file->fd >= 0)
@@ -130,6 +133,9 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (inode->control)
 		return -EPERM;
+	ret = ufs_inode_dir_beneath(fs, inode);
+	if (ret)
+		return ret;
 	if (valid & FATTR_FH)
 		file = ufs_file_lookup(fs, in->fh);
 	if (ufs_proc_name(inode, name, sizeof(name)))
@@ -487,6 +493,10 @@ ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 	if (req->inode->control) {
 		control_statx(fs, &stx);
 	} else {
+		int ret = ufs_inode_dir_beneath(fs, req->inode);
+
+		if (ret)
+			return ret;
 		if (in->getattr_flags & FUSE_GETATTR_FH)
 			file = ufs_file_lookup(fs, in->fh);
 		if (file && file->fd >= 0)

@@ -61,10 +61,15 @@ static int acl_errno(const char *name, int err)
 
 static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, size_t len)
 {
+	int ret;
+
 	if (!fs->cfg->xattr)
 		return -EOPNOTSUPP;
 	if (req->inode->control)
 		return -ENODATA;
+	ret = ufs_inode_dir_beneath(fs, req->inode);
+	if (ret)
+		return ret;
 	return xattr_path(req->inode, path, len);
 }
 

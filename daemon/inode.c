@@ -713,3 +713,14 @@ int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
 		return 0;
 	return ufs_check_beneath_fd(fs, inode->fd);
 }
+
+/*
+ * A directory moved out of SOURCE stays out of reach through descriptors the
+ * clients hold on it: its listing, attributes and extended attributes too,
+ * not only the names in it.  Files keep working, as open files would
+ * locally wherever they are moved.
+ */
+int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	return inode->type == S_IFDIR ? ufs_inode_check_beneath(fs, inode) : 0;
+}
