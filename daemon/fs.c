@@ -4,6 +4,7 @@
  * reopening an inode for I/O, attribute replies and the lookup itself.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "caller.h"
 #include "fs.h"
 #include "log.h"
 #include "session.h"
@@ -270,16 +272,17 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 }
 
 /*
- * A write, truncate or chown by a caller without CAP_FSETID (the kernel's
- * kill flags say so, or a caller other than root where it sends none):
- * clear setuid/setgid as the backing file system would for a local caller,
- * by the VFS's rule (setattr_should_drop_suidgid): setuid always, setgid
- * when the file is group-executable or the caller is neither in its group
- * nor root.  st->st_gid is the group the rule looks at (a chown's old one).
- * The kernel keeps the mode it cached, so it is told it is stale.
+ * A write, truncate or chown that must clear set-id bits: clear them as the
+ * backing file system would for a local caller, by the VFS's rule
+ * (setattr_should_drop_suidgid): setuid always, setgid when the file is
+ * group-executable or the caller is neither in its group nor holds
+ * CAP_FSETID.  may_fsetid: the caller may hold it (a chown, which clears
+ * them whoever does it); else the kernel or the caller's capabilities said
+ * it does not.  st->st_gid is the group the rule looks at (a chown's old
+ * one).  The kernel keeps the mode it cached, so it is told it is stale.
  */
 int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
-		     const struct stat *st)
+		     const struct stat *st, bool may_fsetid)
 {
 	mode_t mode = st->st_mode, kill = 0;
 	char name[32];
@@ -289,7 +292,8 @@ int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_in
 	if (mode & S_ISUID)
 		kill |= S_ISUID;
 	if ((mode & S_ISGID) &&
-	    ((mode & S_IXGRP) || (req->in->uid && !ufs_caller_in_group(req, st->st_gid))))
+	    ((mode & S_IXGRP) || (!ufs_caller_in_group(req, st->st_gid) &&
+				  !(may_fsetid && ufs_caller_capable(req, CAP_FSETID)))))
 		kill |= S_ISGID;
 	if (!kill)
 		return 0;

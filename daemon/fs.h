@@ -169,7 +169,7 @@ void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struc
 int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		  struct fuse_entry_out *e);
 int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
-		     const struct stat *st);
+		     const struct stat *st, bool may_fsetid);
 void ufs_attr_stale(struct ufs_fs *fs, const struct ufs_inode *inode);
 void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in);
 void ufs_umask_leave(struct ufs_fs *fs);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "caller.h"
 #include "dispatch.h"
 #include "fs.h"
 #include "log.h"
@@ -109,7 +111,7 @@ static ssize_t open_finish(struct ufs_fs *fs, struct ufs_req *req, int fd, int f
 
 	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
 	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
-		ufs_kill_suidgid(fs, req, req->inode, &st);
+		ufs_kill_suidgid(fs, req, req->inode, &st, false);
 	ret = open_file(fs, req->inode, fd, flags, req->out);
 	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
 }
@@ -416,7 +418,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 		return -EBADF;
 	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
 	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(file->fd, &st))
-		ufs_kill_suidgid(fs, req, file->inode, &st);
+		ufs_kill_suidgid(fs, req, file->inode, &st, false);
 	follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_WRITE,
@@ -458,17 +460,18 @@ ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
 /*
  * fallocate and copy_file_range modify a file like a write, and locally a
  * writer without CAP_FSETID loses setuid/setgid.  With killpriv_v2 the kernel
- * leaves that to us but, unlike WRITE, sends no flag: a caller other than
- * root stands for "no CAP_FSETID".
+ * leaves that to us but, unlike WRITE, sends no flag: the caller's own
+ * capabilities say (caller.c).
  */
 static void kill_suidgid_on_modify(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file)
 {
 	struct stat st;
 
-	if (!ufs_conn_has(fs->conn, FUSE_HANDLE_KILLPRIV_V2) || !req->in->uid)
+	if (!ufs_conn_has(fs->conn, FUSE_HANDLE_KILLPRIV_V2))
 		return;
-	if (!fstat(file->fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
-		ufs_kill_suidgid(fs, req, file->inode, &st);
+	if (!fstat(file->fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)) &&
+	    !ufs_caller_capable(req, CAP_FSETID))
+		ufs_kill_suidgid(fs, req, file->inode, &st, false);
 }
 
 ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)

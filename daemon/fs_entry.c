@@ -166,7 +166,8 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 	if ((valid & FATTR_KILL_SUIDGID) && inode->type == S_IFREG &&
 	    !(valid & FATTR_MODE) && !stat_inode(inode, &st)) {
 		st.st_gid = before.st_gid;
-		ret = ufs_kill_suidgid(fs, req, inode, &st);
+		/* chown sends the flag whoever calls; truncate only without CAP_FSETID. */
+		ret = ufs_kill_suidgid(fs, req, inode, &st, valid & (FATTR_UID | FATTR_GID));
 		if (ret)
 			return ret;
 	}

@@ -9,11 +9,13 @@
  * the xattr_trusted and xattr_security settings.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "caller.h"
 #include "fs.h"
 #include "session.h"
 
@@ -32,14 +34,15 @@ static bool has_prefix(const char *name, const char *prefix)
 }
 
 /*
- * Is this attribute name out of the caller's reach?  Either the namespace
- * policy hides it, or, as locally, trusted.* needs CAP_SYS_ADMIN: the daemon
- * holds it for everyone, so callers other than root are refused.
+ * Is this attribute name out of reach by the namespace policy?  Beyond it,
+ * trusted.* needs CAP_SYS_ADMIN, which the kernel checks before it sends a
+ * GETXATTR, SETXATTR or REMOVEXATTR (fs/xattr.c: xattr_permission); only
+ * lists are left to the file system, see xattr_list_filter.
  */
-static bool xattr_denied(const struct ufs_fs *fs, const struct ufs_req *req, const char *name)
+static bool xattr_denied(const struct ufs_fs *fs, const char *name)
 {
 	if (has_prefix(name, "trusted."))
-		return fs->cfg->xattr_trusted == UFS_XATTR_DENY || req->in->uid != 0;
+		return fs->cfg->xattr_trusted == UFS_XATTR_DENY;
 	if (has_prefix(name, "security."))
 		return fs->cfg->xattr_security == UFS_XATTR_DENY;
 	return false;
@@ -105,7 +108,7 @@ ssize_t ufs_op_setxattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret == -ENODATA ? -EPERM : ret;
-	if (xattr_denied(fs, req, name))
+	if (xattr_denied(fs, name))
 		return -EPERM;
 	if (setxattr(path, name, req->args.data, req->args.data_len, in->flags))
 		return -errno;
@@ -130,8 +133,8 @@ ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret;
-	if (xattr_denied(fs, req, req->args.name))
-		return has_prefix(req->args.name, "trusted.") && req->in->uid ? -EPERM : -ENODATA;
+	if (xattr_denied(fs, req->args.name))
+		return -ENODATA;
 	if (!in->size) {
 		struct fuse_getxattr_out *out = req->out;
 
@@ -147,16 +150,27 @@ ssize_t ufs_op_getxattr(struct ufs_fs *fs, struct ufs_req *req)
 	return n < 0 ? acl_errno(req->args.name, -errno) : n;
 }
 
-/* Drop the names the policy hides from a listxattr buffer; returns the new length. */
+/*
+ * Drop the names the policy hides from a listxattr buffer, and trusted.*
+ * for a caller without CAP_SYS_ADMIN, as ext4 and xfs do (the kernel leaves
+ * lists to the file system).  Returns the new length.
+ */
 static size_t xattr_list_filter(const struct ufs_fs *fs, const struct ufs_req *req, char *list,
 				size_t len)
 {
 	size_t in = 0, out = 0;
+	int admin = -1;		/* asked only if a trusted.* name is there */
 
 	while (in < len) {
 		size_t n = strnlen(list + in, len - in) + 1;
+		bool hidden = xattr_denied(fs, list + in);
 
-		if (!xattr_denied(fs, req, list + in)) {
+		if (!hidden && has_prefix(list + in, "trusted.")) {
+			if (admin < 0)
+				admin = ufs_caller_capable(req, CAP_SYS_ADMIN);
+			hidden = !admin;
+		}
+		if (!hidden) {
 			memmove(list + out, list + in, n);
 			out += n;
 		}
@@ -203,7 +217,7 @@ ssize_t ufs_op_removexattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = xattr_prepare(fs, req, path, sizeof(path));
 	if (ret)
 		return ret == -ENODATA ? -EPERM : ret;
-	if (xattr_denied(fs, req, req->args.name))
+	if (xattr_denied(fs, req->args.name))
 		return -EPERM;
 	return removexattr(path, req->args.name) ? -errno : 0;
 }

@@ -14,6 +14,7 @@ Owners used: root, the test user, and OTHER (a uid/gid nobody runs as).
 import errno
 import os
 import stat
+import shutil
 import subprocess
 import zlib
 
@@ -317,6 +318,54 @@ def acl_less_source():
         for d in ('src', 'ref'):
             subprocess.run(['umount', '-l', f'{base}/{d}/sub'], capture_output=True)
         subprocess.run(['umount', '-l', base], capture_output=True)
+
+
+CAPLESS_STEPS = r'''
+import json, os, stat, sys
+d = sys.argv[1]
+out = {}
+out['list trusted'] = sorted(n for n in os.listxattr(f'{d}/xf') if n.startswith('trusted.'))
+fd = os.open(f'{d}/sg-write', os.O_WRONLY)
+os.write(fd, b'written')
+os.close(fd)
+fd = os.open(f'{d}/sg-falloc', os.O_WRONLY)
+os.posix_fallocate(fd, 0, 8192)
+os.close(fd)
+for name in ('sg-write', 'sg-falloc'):
+    out[name] = oct(stat.S_IMODE(os.stat(f'{d}/{name}').st_mode))
+print(json.dumps(out))
+'''
+
+
+def make_capless_tree(d):
+    make(f'{d}/xf', b'x')
+    os.setxattr(f'{d}/xf', 'trusted.t', b'1')
+    for name in ('sg-write', 'sg-falloc'):
+        make(f'{d}/{name}', b'0123456789', 0o2666, (OTHER, ggid()))
+
+
+def capless_steps(d):
+    """The steps as root without CAP_SYS_ADMIN and CAP_FSETID (capsh)."""
+    r = subprocess.run(['capsh', '--drop=cap_sys_admin,cap_fsetid', '--', '-c',
+                        f'exec python3 -c "$0" {d}', CAPLESS_STEPS],
+                       capture_output=True, text=True, timeout=30)
+    check_eq(r.returncode, 0, f'the steps under capsh: {r.stderr.strip()}')
+    return r.stdout
+
+
+@posix_case
+def root_without_capabilities(m):
+    """Root without CAP_SYS_ADMIN does not see trusted.* names, and without
+    CAP_FSETID loses a setgid bit it is not in the group of on a write or
+    fallocate, as locally: the daemon asks the caller's capabilities, not
+    its uid."""
+    ufs.require_daemon('capabilities are the daemon\'s to ask')
+    if not shutil.which('capsh'):
+        raise ufs.Skip('capsh is missing (Debian package libcap2-bin)')
+    w = m.work('root_without_capabilities')
+    w.setup(make_capless_tree)
+    got, want = capless_steps(w.mnt), capless_steps(w.ref)
+    check_eq(got, want, 'as capability-less root (mount, native)')
 
 
 def make_group_only_tree(d):
