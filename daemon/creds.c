@@ -19,6 +19,10 @@
  * the parent directory's group when the caller is in it.  The full list is
  * read from /proc/PID/status of the calling thread (caller.c).
  *
+ * A daemon not run by root (allow_other with user_allow_other) cannot take
+ * anyone's identity: inodes it makes for other users are its own, so they
+ * get no set-id bits (ufs_creds_mode).
+ *
  * The raw system calls are used on purpose: they change only the calling
  * thread, while glibc's wrappers would change every thread of the process.
  * Changing fsuid from 0 also drops CAP_DAC_OVERRIDE, CAP_MKNOD and friends
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -140,6 +145,12 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	saved->switched = false;
 	saved->groups = saved->inline_groups;
 	saved->groups_cap = UFS_CREDS_INLINE_GROUPS;
+	/*
+	 * A daemon not run by root creates every inode as its own user: for
+	 * another user (allow_other), that would be a set-id file owned by
+	 * someone else, which nobody can make locally.
+	 */
+	saved->strip_setid = !fs->running_as_root && req->in->uid != geteuid();
 	if (!fs->running_as_root || (req->in->uid == 0 && req->in->gid == 0))
 		return 0;
 	if (req->in->uid == FUSE_INVALID_UIDGID || req->in->gid == FUSE_INVALID_UIDGID)
@@ -193,6 +204,11 @@ bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid)
 		found = c.groups[i] == gid;
 	groups_release(&c);
 	return found;
+}
+
+mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode)
+{
+	return c->strip_setid ? mode & ~(S_ISUID | S_ISGID) : mode;
 }
 
 void ufs_creds_leave(struct ufs_creds *saved)

@@ -147,6 +147,7 @@ void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
 #define UFS_CREDS_INLINE_GROUPS 32
 struct ufs_creds {
 	bool switched;
+	bool strip_setid;		/* a new inode gets no set-id bits (not root) */
 	uid_t uid;
 	gid_t gid;
 	/* the caller's groups while they are read: inline_groups, or the heap */
@@ -157,6 +158,8 @@ struct ufs_creds {
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
 void ufs_creds_leave(struct ufs_creds *saved);
 bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
+/* The mode a creating call may give its new inode. */
+mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
 
 /* fs.c helpers shared by the handlers */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);

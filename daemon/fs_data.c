@@ -298,7 +298,8 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 	ufs_umask_enter(fs, in->umask);
 	/* Always O_EXCL|O_NOFOLLOW first, so no existing name is followed. */
 	fd = ufs_open_noatime(fs, req->inode->fd, req->args.name,
-			      flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, in->mode);
+			      flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      ufs_creds_mode(&creds, in->mode));
 	created = fd >= 0;
 	if (fd == -EEXIST && !(in->flags & O_EXCL))
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
@@ -323,7 +324,8 @@ ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	ufs_umask_enter(fs, in->umask);
-	fd = ufs_open_noatime(fs, req->inode->fd, ".", flags | O_CLOEXEC, in->mode);
+	fd = ufs_open_noatime(fs, req->inode->fd, ".", flags | O_CLOEXEC,
+			      ufs_creds_mode(&creds, in->mode));
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
 	if (fd < 0)

@@ -238,7 +238,7 @@ ssize_t ufs_op_mknod(struct ufs_fs *fs, struct ufs_req *req)
 		return ret;
 	ufs_umask_enter(fs, in->umask);
 	/* rdev arrives in the kernel's new_encode_dev() format. */
-	ret = mknodat(req->inode->fd, req->args.name, in->mode,
+	ret = mknodat(req->inode->fd, req->args.name, ufs_creds_mode(&creds, in->mode),
 		      makedev((in->rdev & 0xfff00) >> 8, (in->rdev & 0xff) | ((in->rdev >> 12) & 0xfff00)))
 		      ? -errno : 0;
 	ufs_umask_leave(fs);
@@ -259,7 +259,7 @@ ssize_t ufs_op_mkdir(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	ufs_umask_enter(fs, in->umask);
-	ret = mkdirat(req->inode->fd, req->args.name, in->mode) ? -errno : 0;
+	ret = mkdirat(req->inode->fd, req->args.name, ufs_creds_mode(&creds, in->mode)) ? -errno : 0;
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
 	return reply_new_entry(fs, req, ret);

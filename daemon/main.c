@@ -831,6 +831,9 @@ static int run(struct ufs_daemon *d)
 		ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
+	if (d->cfg.allow_other && geteuid())
+		ufs_warn("allow_other without root: what other users create is owned by uid %u, "
+			 "and gets no set-id bits", (unsigned int)geteuid());
 	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, d->queue_mode, d->zero_copy_state);

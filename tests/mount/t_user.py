@@ -4,6 +4,7 @@ the same ownership and the same EACCES/EPERM as on the reference directory,
 and the daemon itself must run as an ordinary user through fusermount3.
 """
 
+import contextlib
 import errno
 import os
 import stat
@@ -245,3 +246,63 @@ def daemon_as_user():
         # Without allow_other even root is refused by the kernel.
         ufs.check_errno(E.EACCES, os.stat, f'{m.mnt}/.', what='root on a user mount')
         check_eq(m.proc.poll(), None, 'daemon still running')
+
+
+@contextlib.contextmanager
+def user_allow_other():
+    """user_allow_other in /etc/fuse.conf for the block (fusermount3 needs it
+    to mount allow_other for an ordinary user); the file is put back after."""
+    path = '/etc/fuse.conf'
+    try:
+        with open(path) as f:
+            before = f.read()
+    except FileNotFoundError:
+        before = None
+    if before is not None and any(line.strip() == 'user_allow_other'
+                                  for line in before.splitlines()):
+        yield
+        return
+    with open(path, 'a') as f:
+        f.write('\nuser_allow_other\n')
+    try:
+        yield
+    finally:
+        if before is None:
+            os.unlink(path)
+        else:
+            with open(path, 'w') as f:
+                f.write(before)
+
+
+def make_setid(d):
+    """A file and a directory asked for with set-id bits; their modes."""
+    fd = os.open(f'{d}/suid', os.O_CREAT | os.O_WRONLY, 0o6755)
+    os.close(fd)
+    os.mkdir(f'{d}/sgid-dir', 0o2775)
+    return (oct(stat.S_IMODE(os.stat(f'{d}/suid').st_mode)),
+            oct(stat.S_IMODE(os.stat(f'{d}/sgid-dir').st_mode)))
+
+
+@case(mount=False, root=True, user=True)
+def user_daemon_allow_other():
+    """A daemon run by an ordinary user with allow_other creates what others
+    ask for as its own user: no set-id bits on those, since nobody else can
+    make a set-id file owned by that user locally; its own user's keep them."""
+    ufs.require_daemon('the daemon must run as the ordinary user')
+    if not ufs.as_user(os.access, '/dev/fuse', os.R_OK | os.W_OK):
+        raise ufs.Skip(f'{ufs.TEST_USER} cannot open /dev/fuse')
+    umask = os.umask(0)
+    try:
+        with user_allow_other(), ufs.Mount(user=ufs.TEST_USER, opts='allow_other') as m:
+            os.mkdir(f'{m.mnt}/root')
+            check_eq(make_setid(f'{m.mnt}/root'), ('0o755', '0o775'),
+                     'set-id bits root asked for on a user daemon')
+            check_eq(os.stat(f'{m.src}/root/suid').st_uid, ids()[0], 'owner of what root made')
+            ufs.as_user(os.mkdir, f'{m.mnt}/own')
+            ufs.as_user(os.mkdir, f'{m.ref}/own')
+            check_eq(ufs.as_user(make_setid, f'{m.mnt}/own'),
+                     ufs.as_user(make_setid, f'{m.ref}/own'),
+                     'set-id bits the daemon\'s own user asked for (mount, native)')
+            check('allow_other without root' in m.log_text(), 'no warning at start-up')
+    finally:
+        os.umask(umask)
