@@ -146,7 +146,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 	if (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_INODE) {
 		req->inode = ufs_inode_get(fs, req->in->nodeid);
 		if (!req->inode) {
-			ufs_log_once(UFS_LOG_WARN, "%s for unknown nodeid=%llu",
+			ufs_log_once(UFS_LOG_WARN, "%s for nodeid=%llu, unknown or unlinked: ESTALE",
 				     ufs_opcode_name(req->in->opcode),
 				     (unsigned long long)req->in->nodeid);
 			ufs_req_done(req, -ESTALE);

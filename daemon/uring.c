@@ -596,8 +596,9 @@ static int ring_hold(struct ufs_req *req)
 
 	if (__atomic_add_fetch(&q->held, 1, __ATOMIC_RELAXED) >= (int)q->total_ents) {
 		__atomic_sub_fetch(&q->held, 1, __ATOMIC_RELAXED);
-		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u: every entry but one holds a wait: "
-			     "SETLKW answers ENOLCK (raise queue_depth)", q->qid);
+		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u: every entry but one holds a long wait "
+			     "(a lock, an open behind a lease): the next answers ENOLCK "
+			     "(raise queue_depth)", q->qid);
 		return -ENOLCK;
 	}
 	ent->held = true;
