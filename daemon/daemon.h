@@ -5,12 +5,14 @@
 #ifndef UFS_DAEMON_H
 #define UFS_DAEMON_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <time.h>
 
 #include "config.h"
 #include "fs.h"
 #include "mount.h"
+#include "notify.h"
 #include "session.h"
 #include "worker.h"
 
@@ -27,6 +29,7 @@ struct ufs_daemon {
 	const char *source;
 	const char *mountpoint;
 	bool foreground;
+	struct ufs_notify notify;
 
 	struct ufs_mount mnt;
 	int fuse_fd;			/* the connection (libfuse's descriptor) */
@@ -38,8 +41,7 @@ struct ufs_daemon {
 	const char *zero_copy_state;	/* "on", "eperm", "einval", "off" */
 	unsigned int zc_queues;		/* queues the kernel granted zero copy */
 	unsigned int nr_queues;		/* io_uring queues, 0 on /dev/fuse */
-	const char *cfr_mode;
-	enum ufs_cfr_mode cfr;		/* how copy_file_range runs */
+	const char *cfr_mode;		/* how copy_file_range runs: fs.copies.mode */
 
 	cpu_set_t cpus;			/* CPUs of its threads: cpus=, else its start affinity */
 	unsigned int nworkers;		/* workers serving requests */
@@ -55,6 +57,8 @@ struct ufs_daemon {
 	struct timespec started;
 };
 
+/* worker.c: what workers tell the main loop (through event_fd) */
+
 /* A worker stopped: the connection ended (error 0) or it failed (-errno). */
 void ufs_daemon_worker_exited(struct ufs_daemon *d, int error);
 
@@ -64,10 +68,28 @@ void ufs_daemon_worker_exited(struct ufs_daemon *d, int error);
  */
 void ufs_daemon_fatal(struct ufs_daemon *d, int error);
 
-/* The `name value` lines of the control file and SIGUSR1; caller frees. */
-char *ufs_stats_text(struct ufs_daemon *d, size_t *len);
+/* daemon.c: open SOURCE (ufs_fs_init) with the file system's upcalls wired to d. */
+int ufs_daemon_fs_open(struct ufs_daemon *d);
 
+/* init.c: read INIT, negotiate, reply; 0 or a negative errno, logged. */
+int ufs_init_exchange(struct ufs_daemon *d);
+
+/* worker.c: the workers' slots and CPUs, before any starts. */
+int ufs_workers_alloc(struct ufs_daemon *d);
+
+/* loop.c: the main thread until every worker has seen the connection end. */
+void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs);
+/*
+ * After the loop: the connection ended with nobody unmounting (the kernel
+ * aborted it): logged, the dead mount detached.  Returns the daemon's error.
+ */
+int ufs_main_loop_end(struct ufs_daemon *d);
+
+/* stats.c: the `name value` lines of the control file and SIGUSR1; caller frees. */
+char *ufs_stats_text(struct ufs_daemon *d, size_t *len);
 /* Sum of all workers' counters. */
 void ufs_stats_total(struct ufs_daemon *d, struct ufs_stats *total);
+/* SIGUSR1: the stats lines to the log. */
+void ufs_stats_log(struct ufs_daemon *d);
 
 #endif /* UFS_DAEMON_H */

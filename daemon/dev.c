@@ -8,20 +8,19 @@
  * (a lock wait) keeps its slot; the worker takes another one meanwhile.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "dev.h"
 #include "dispatch.h"
 #include "io.h"
-#include "io_copy.h"
 #include "log.h"
 #include "worker.h"
 
@@ -67,13 +66,10 @@ static const struct ufs_transport_ops dev_ops = {
 	.io_submit = dev_io_submit,
 };
 
-/* Data I/O runs on the worker; a copy goes to its helper thread (io_copy.c). */
+/* Data I/O runs on the worker (copies run on their helper threads: copy.c). */
 static void dev_io_submit(struct ufs_req *req)
 {
-	if (req->io.op == UFS_IO_COPY)
-		ufs_copy_submit(req, req->worker->daemon->cfr);
-	else
-		ufs_io_run_sync(req);
+	ufs_io_run_sync(req);
 }
 
 int ufs_dev_clone(int fuse_fd)

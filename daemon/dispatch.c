@@ -122,6 +122,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 	int ret;
 
 	req->fs = fs;
+	req->complete = ufs_req_done;
 	req->inode = NULL;
 	req->copy = NULL;
 	ret = ufs_decode(fs->conn, msg, req, &why);

@@ -1,32 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The passthrough file system's state and the helpers its handlers share:
- * reopening an inode for I/O, attribute replies and the lookup itself.
+ * The passthrough file system's state: SOURCE, the inode store, the file
+ * table and the control file, opened and closed together.
  */
 #include <errno.h>
-#include <linux/capability.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "caller.h"
 #include "fs.h"
-#include "log.h"
-#include "session.h"
-
-uint64_t ufs_timeout_sec(double t)
-{
-	return (uint64_t)t;
-}
-
-uint32_t ufs_timeout_nsec(double t)
-{
-	return (uint32_t)((t - floor(t)) * 1e9);
-}
 
 static int root_path_read(struct ufs_fs *fs)
 {
@@ -53,6 +36,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 
 	memset(fs, 0, sizeof(*fs));
 	fs->cfg = cfg;
+	fs->inode_release = ufs_lock_release_all;
 	fs->running_as_root = geteuid() == 0;
 
 	fs->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -89,6 +73,9 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 		close(fs->proc_fd);
 		return ret;
 	}
+	ufs_interrupts_init(&fs->interrupts);
+	ufs_waits_init(&fs->waits, &fs->interrupts);
+	ufs_copies_init(&fs->copies, &fs->interrupts);
 	return 0;
 
 err_files:
@@ -120,210 +107,11 @@ int ufs_fs_reopen_proc(struct ufs_fs *fs)
 
 void ufs_fs_destroy(struct ufs_fs *fs)
 {
+	ufs_copies_destroy(&fs->copies);
+	ufs_waits_destroy(&fs->waits);
+	ufs_interrupts_destroy(&fs->interrupts);
 	ufs_file_table_destroy(fs);
 	ufs_inode_table_destroy(fs);
 	close(fs->proc_fd);
 }
 
-/* "N" for /proc/self/fd/N, the inode's own descriptor as a path. */
-int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%d", inode->fd);
-
-	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-/*
- * Opens an inode for I/O through its own descriptor, never by name, so no
- * symlink or rename can redirect it.  Only regular files and directories:
- * opening a device node could reach a host device and opening a FIFO could
- * block the worker.
- */
-int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
-{
-	char name[32];
-
-	if (inode->type != S_IFREG && inode->type != S_IFDIR)
-		return -ENXIO;
-	if (ufs_proc_name(inode, name, sizeof(name)))
-		return -EBADF;
-	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_PATH);
-	if (inode->type == S_IFDIR)
-		flags |= O_DIRECTORY;
-	return ufs_open_noatime(fs, fs->proc_fd, name, flags | O_CLOEXEC, 0);
-}
-
-/*
- * openat() of a backing file or directory, with O_NOATIME where the mount
- * asks for it (noatime, nodiratime).  Only the owner or CAP_FOWNER may use
- * O_NOATIME: a daemon without it then reads like any other process.
- */
-int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
-{
-	bool dir = flags & O_DIRECTORY;
-	int fd = -1;
-
-	if (fs->noatime || (dir && fs->nodiratime)) {
-		fd = openat(dirfd, name, flags | O_NOATIME, mode);
-		if (fd >= 0 || errno != EPERM)
-			return fd < 0 ? -errno : fd;
-	}
-	fd = openat(dirfd, name, flags, mode);
-	return fd < 0 ? -errno : fd;
-}
-
-/* The kernel decodes rdev with new_decode_dev(): 12-bit major, 20-bit minor. */
-static uint32_t rdev_encode(dev_t dev)
-{
-	unsigned int maj = major(dev), min = minor(dev);
-
-	return (min & 0xff) | (maj << 8) | ((min & ~0xffu) << 12);
-}
-
-void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st)
-{
-	memset(attr, 0, sizeof(*attr));
-	attr->ino = st->st_ino;
-	attr->size = st->st_size;
-	attr->blocks = st->st_blocks;
-	attr->atime = st->st_atim.tv_sec;
-	attr->mtime = st->st_mtim.tv_sec;
-	attr->ctime = st->st_ctim.tv_sec;
-	attr->atimensec = st->st_atim.tv_nsec;
-	attr->mtimensec = st->st_mtim.tv_nsec;
-	attr->ctimensec = st->st_ctim.tv_nsec;
-	attr->mode = st->st_mode;
-	attr->nlink = st->st_nlink;
-	attr->uid = st->st_uid;
-	attr->gid = st->st_gid;
-	attr->rdev = rdev_encode(st->st_rdev);
-	attr->blksize = st->st_blksize;
-}
-
-void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
-		    const struct stat *st)
-{
-	memset(e, 0, sizeof(*e));
-	e->nodeid = inode->nodeid;
-	e->generation = 0;
-	e->entry_valid = ufs_timeout_sec(fs->cfg->entry_timeout);
-	e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->entry_timeout);
-	e->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
-	e->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
-	ufs_fill_attr(&e->attr, st);
-}
-
-void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st)
-{
-	memset(out, 0, sizeof(*out));
-	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
-	out->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
-	ufs_fill_attr(&out->attr, st);
-}
-
-static int stat_fd(int fd, struct stat *st)
-{
-	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-}
-
-/*
- * LOOKUP's work, shared with the creating calls and READDIRPLUS: find the
- * child, account one kernel reference on it and fill the entry.
- */
-int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
-		  struct fuse_entry_out *e)
-{
-	struct ufs_inode *inode;
-	struct stat st;
-	int fd, ret;
-
-	if (ufs_is_control_name(fs, parent, name)) {
-		inode = ufs_control_inode(fs);
-		ufs_control_stat(fs, &st);
-		ufs_fill_entry(fs, e, inode, &st);
-		return 0;
-	}
-	if (!strcmp(name, "..") && parent == fs->root)
-		name = ".";
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ufs_debug_pause("lookup");
-	/*
-	 * Whether it is inside SOURCE is decided after the open, from what was
-	 * found: a parent moved out of SOURCE between a check and the open
-	 * would otherwise hand out a child outside.  A directory is checked
-	 * itself (".." included); anything else by its parent, which is where
-	 * it was found (a file's path may not be walked up).
-	 */
-	ret = stat_fd(fd, &st);
-	if (!ret)
-		ret = S_ISDIR(st.st_mode) ? ufs_check_beneath_fd(fs, fd) :
-					    ufs_inode_check_beneath(fs, parent);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	ret = ufs_inode_find_or_insert(fs, fd, &st, &inode);
-	if (ret)
-		return ret;
-	ufs_fill_entry(fs, e, inode, &st);
-	return 0;
-}
-
-/*
- * A write, truncate or chown that must clear set-id bits: clear them as the
- * backing file system would for a local caller, by the VFS's rule
- * (setattr_should_drop_suidgid): setuid always, setgid when the file is
- * group-executable or the caller is neither in its group nor holds
- * CAP_FSETID.  may_fsetid: the caller may hold it (a chown, which clears
- * them whoever does it); else the kernel or the caller's capabilities said
- * it does not.  st->st_gid is the group the rule looks at (a chown's old
- * one).  The kernel keeps the mode it cached, so it is told it is stale.
- */
-int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
-		     const struct stat *st, bool may_fsetid)
-{
-	mode_t mode = st->st_mode, kill = 0;
-	char name[32];
-
-	if (!S_ISREG(mode))
-		return 0;
-	if (mode & S_ISUID)
-		kill |= S_ISUID;
-	if ((mode & S_ISGID) &&
-	    ((mode & S_IXGRP) || (!ufs_caller_in_group(req, st->st_gid) &&
-				  !(may_fsetid && ufs_caller_capable(req, CAP_FSETID)))))
-		kill |= S_ISGID;
-	if (!kill)
-		return 0;
-	if (ufs_proc_name(inode, name, sizeof(name)))
-		return -EBADF;
-	if (fchmodat(fs->proc_fd, name, mode & 07777 & ~kill, 0))
-		return -errno;
-	ufs_attr_stale(fs, inode);
-	return 0;
-}
-
-void ufs_attr_stale(struct ufs_fs *fs, const struct ufs_inode *inode)
-{
-	if (fs->attr_stale)
-		fs->attr_stale(fs->upcall_arg, inode->nodeid);
-}
-
-/*
- * With FUSE_DONT_MASK the kernel leaves the caller's umask to us, so that a
- * default ACL on the parent can take its place as it would locally.  Each
- * worker has its own umask (unshare(CLONE_FS)); the process umask is 0.
- */
-void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in)
-{
-	if (ufs_conn_has(fs->conn, FUSE_DONT_MASK))
-		umask(umask_in & 0777);
-}
-
-void ufs_umask_leave(struct ufs_fs *fs)
-{
-	if (ufs_conn_has(fs->conn, FUSE_DONT_MASK))
-		umask(0);
-}

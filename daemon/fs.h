@@ -23,7 +23,10 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "copy.h"
+#include "interrupt.h"
 #include "req.h"
+#include "wait.h"
 
 struct ufs_conn;
 struct ufs_lock_owner;
@@ -102,14 +105,24 @@ struct ufs_fs {
 	uint64_t file_count;
 
 	struct ufs_inode *control;	/* the stats control file, or NULL */
+	struct timespec control_time;	/* its times: when the file system started */
+	/*
+	 * Requests that reply from elsewhere, and the INTERRUPTs that find
+	 * them: long waits on helper threads and copies; each locks itself.
+	 */
+	struct ufs_interrupts interrupts;
+	struct ufs_waits waits;
+	struct ufs_copies copies;
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
 	/*
-	 * What the file system asks of the daemon above it (main.c sets
+	 * What the file system asks of the daemon above it (daemon.c sets
 	 * them): the control file's stats snapshot, and telling the kernel
 	 * that its cached attributes of nodeid are stale, after a change the
 	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE).
 	 */
 	char *(*control_snapshot)(void *arg, size_t *len);
+	/* Set by ufs_fs_init for the inode store: free what handlers attached. */
+	void (*inode_release)(struct ufs_inode *inode);
 	void (*attr_stale)(void *arg, uint64_t nodeid);
 	void *upcall_arg;
 };
@@ -161,7 +174,7 @@ bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
 /* The mode a creating call may give its new inode. */
 mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
 
-/* fs.c helpers shared by the handlers */
+/* fs_shared.c: what the handlers share */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
 int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);

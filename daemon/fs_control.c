@@ -17,8 +17,6 @@
 
 #define CONTROL_INO 0xffffffffffffff00ULL	/* outside any real file system's range */
 
-static struct timespec control_time;
-
 int ufs_control_init(struct ufs_fs *fs)
 {
 	struct ufs_inode *inode;
@@ -27,7 +25,7 @@ int ufs_control_init(struct ufs_fs *fs)
 
 	if (!fs->cfg->stats_file[0])
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &control_time);
+	clock_gettime(CLOCK_REALTIME, &fs->control_time);
 	if (ufs_inode_find_or_insert(fs, -1, &st, &inode))
 		return -ENOMEM;
 	inode->control = 1;
@@ -60,7 +58,7 @@ void ufs_control_stat(struct ufs_fs *fs, struct stat *st)
 	st->st_uid = geteuid();
 	st->st_gid = getegid();
 	st->st_blksize = 4096;
-	st->st_atim = st->st_mtim = st->st_ctim = control_time;
+	st->st_atim = st->st_mtim = st->st_ctim = fs->control_time;
 }
 
 ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)

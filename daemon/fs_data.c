@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Open files and their data: OPEN, CREATE, TMPFILE, READ, WRITE, FLUSH,
- * RELEASE, FSYNC, FALLOCATE, LSEEK, COPY_FILE_RANGE(_64), IOCTL.
+ * The data of open files: READ, WRITE, FSYNC, FALLOCATE, LSEEK,
+ * COPY_FILE_RANGE(_64), IOCTL.
  *
  * READ, WRITE, FSYNC, FALLOCATE and COPY_FILE_RANGE describe their work in
  * req->io and hand it to the worker's I/O engine (io.c for /dev/fuse, the
@@ -14,19 +14,15 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "caller.h"
-#include "dispatch.h"
 #include "fs.h"
 #include "log.h"
 #include "session.h"
-#include "wait.h"
 #include "worker.h"
 
 #define MAX_RW_COUNT (INT_MAX & ~4095L)	/* the kernel's per-call limit */
@@ -36,302 +32,6 @@ static struct ufs_file *file_get(struct ufs_fs *fs, uint64_t fh)
 	return ufs_file_lookup(fs, fh);
 }
 
-/* The flags the backing file is opened with, from the client's open flags. */
-static int backing_open_flags(struct ufs_fs *fs, int flags)
-{
-	/*
-	 * O_NONBLOCK means nothing to a regular file but makes io_uring fail
-	 * reads with EAGAIN instead of waiting: the client's choice is its own.
-	 */
-	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-	/*
-	 * With the writeback cache the kernel fills partial pages by reading
-	 * and decides append offsets itself.
-	 */
-	if (fs->cfg->writeback_cache) {
-		if ((flags & O_ACCMODE) == O_WRONLY)
-			flags = (flags & ~O_ACCMODE) | O_RDWR;
-		flags &= ~O_APPEND;
-	}
-	if (!fs->cfg->backing_direct_io)
-		flags &= ~O_DIRECT;
-	return flags;
-}
-
-static uint32_t open_reply_flags(struct ufs_fs *fs, const struct ufs_file *file)
-{
-	uint32_t flags = FOPEN_PARALLEL_DIRECT_WRITES;
-
-	(void)file;
-	if (fs->cfg->keep_cache)
-		flags |= FOPEN_KEEP_CACHE;
-	/* Never with FOPEN_PASSTHROUGH (the kernel refuses the pair); uringfs uses none. */
-	if (fs->zero_copy)
-		flags |= FOPEN_IO_URING_ZERO_COPY;
-	return flags;
-}
-
-/* Register file and fill the open reply at out. */
-static int open_reply(struct ufs_fs *fs, struct ufs_file *file, struct ufs_open_out *out,
-		      uint32_t extra_flags)
-{
-	uint64_t fh;
-	int ret;
-
-	ret = ufs_file_register(fs, file, &fh);
-	if (ret) {
-		ufs_file_free(fs, file);
-		return ret;
-	}
-	memset(out, 0, sizeof(*out));
-	out->fh = fh;
-	out->open_flags = open_reply_flags(fs, file) | extra_flags;
-	return 0;
-}
-
-static int open_file(struct ufs_fs *fs, struct ufs_inode *inode, int fd, int flags,
-		     struct ufs_open_out *out)
-{
-	struct ufs_file *file = ufs_file_new(inode, fd, flags);
-
-	if (!file) {
-		close(fd);
-		return -ENOMEM;
-	}
-	ufs_inode_ref(fs, inode);
-	return open_reply(fs, file, out, 0);
-}
-
-/* The OPEN reply for the backing descriptor fd, opened with flags. */
-static ssize_t open_finish(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags)
-{
-	const struct fuse_open_in *in = req->args.op;
-	struct stat st;
-	int ret;
-
-	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
-	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
-		ufs_kill_suidgid(fs, req, req->inode, &st, false);
-	ret = open_file(fs, req->inode, fd, flags, req->out);
-	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
-}
-
-/*
- * An open waits while another process's lease on the backing file is being
- * broken, up to /proc/sys/fs/lease-break-time (45 s): as it would locally,
- * but on a helper thread of its own (wait.c), never on the worker.
- */
-static ssize_t open_wait_run(struct ufs_req *req, void *arg)
-{
-	return ufs_reopen(req->fs, req->inode, *(int *)arg);
-}
-
-static ssize_t open_wait_done(struct ufs_req *req, void *arg, ssize_t fd)
-{
-	int flags = *(int *)arg;
-
-	free(arg);
-	return fd < 0 ? fd : open_finish(req->fs, req, fd, flags);
-}
-
-static const struct ufs_wait_ops open_wait_ops = {
-	.name = "an open behind a lease",
-	.run = open_wait_run,
-	.done = open_wait_done,
-	.timeout_error = -EWOULDBLOCK,	/* as an O_NONBLOCK open would answer */
-};
-
-ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_open_in *in = req->args.op;
-	struct ufs_inode *inode = req->inode;
-	int flags, fd, *arg, ret;
-
-	if (inode->control)
-		return ufs_control_open(fs, req, in->flags);
-	if (inode->type == S_IFDIR)
-		return -EISDIR;
-	flags = backing_open_flags(fs, in->flags);
-	/*
-	 * O_NONBLOCK: a lease held on the file is broken, but the open does
-	 * not wait for that (fs/locks.c: __break_lease); with no lease it
-	 * changes nothing for a regular file.  Taken off again at once: it
-	 * would make io_uring fail reads with EAGAIN.
-	 */
-	fd = ufs_reopen(fs, inode, flags | O_NONBLOCK);
-	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (fd != -EWOULDBLOCK)
-		return fd < 0 ? fd : open_finish(fs, req, fd, flags);
-	/* A lease in the way: the client's O_NONBLOCK says not to wait. */
-	if (in->flags & O_NONBLOCK)
-		return -EWOULDBLOCK;
-	arg = malloc(sizeof(*arg));
-	if (!arg)
-		return -ENOMEM;
-	*arg = flags;
-	ret = ufs_wait_start(req, &open_wait_ops, arg);
-	if (ret) {
-		free(arg);
-		return ret;
-	}
-	return -UFS_EQUEUED;
-}
-
-/*
- * CREATE found the name taken (the kernel's negative dentry was stale).  Open
- * what is there only if it is a regular file, through its own descriptor:
- * following a name could open a symlink's target or a device.
- */
-static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
-				int flags)
-{
-	struct stat st;
-	char proc[32];
-	int pfd, fd;
-
-	pfd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, &st)) {
-		fd = -errno;
-	} else if (!S_ISREG(st.st_mode)) {
-		fd = S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
-	} else {
-		snprintf(proc, sizeof(proc), "%d", pfd);
-		fd = ufs_open_noatime(fs, fs->proc_fd, proc, flags | O_CLOEXEC, 0);
-	}
-	close(pfd);
-	return fd;
-}
-
-/* The inode for a descriptor we just created: O_PATH to the same file. */
-static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, struct ufs_inode **out)
-{
-	char proc[32];
-	int pfd;
-
-	if (fstat(fd, st))
-		return -errno;
-	snprintf(proc, sizeof(proc), "%d", fd);
-	pfd = openat(fs->proc_fd, proc, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	return ufs_inode_find_or_insert(fs, pfd, st, out);
-}
-
-/*
- * The CREATE made name but cannot answer (out of descriptors or memory):
- * take the name away again, as an open(2) that fails creates nothing.
- * Only if it is still our new, empty file.
- */
-static void create_undo(struct ufs_req *req, const struct stat *ours)
-{
-	struct stat now;
-
-	if (ours->st_size || ours->st_nlink != 1 ||
-	    fstatat(req->inode->fd, req->args.name, &now, AT_SYMLINK_NOFOLLOW) || now.st_size ||
-	    now.st_dev != ours->st_dev || now.st_ino != ours->st_ino)
-		return;
-	if (unlinkat(req->inode->fd, req->args.name, 0))
-		ufs_log_once(UFS_LOG_WARN, "could not remove a file whose CREATE failed: %m");
-}
-
-/* CREATE and TMPFILE reply an entry followed by an open reply. */
-struct create_reply {
-	struct fuse_entry_out entry;
-	struct ufs_open_out open;
-};
-
-static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int flags,
-			    bool created)
-{
-	struct create_reply *out = req->out;
-	struct ufs_inode *inode;
-	struct stat st = { 0 };	/* no undo unless fstat says what we made */
-	int ret;
-
-	ret = inode_for_fd(fs, fd, &st, &inode);
-	if (ret) {
-		close(fd);
-		goto undo;
-	}
-	ufs_fill_entry(fs, &out->entry, inode, &st);
-	ret = open_file(fs, inode, fd, flags, &out->open);
-	if (ret) {
-		ufs_inode_forget(fs, inode->nodeid, 1);
-		goto undo;
-	}
-	return sizeof(*out);
-undo:
-	if (created)
-		create_undo(req, &st);
-	return ret;
-}
-
-static int parent_dir_check(struct ufs_fs *fs, struct ufs_inode *parent, const char *name)
-{
-	if (parent->type != S_IFDIR)
-		return -ENOTDIR;
-	if (name && ufs_is_control_name(fs, parent, name))
-		return -EEXIST;
-	return ufs_inode_check_beneath(fs, parent);
-}
-
-ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_create_in *in = req->args.op;
-	struct ufs_creds creds;
-	int flags, fd, ret;
-	bool created;
-
-	ret = parent_dir_check(fs, req->inode, req->args.name);
-	if (ret)
-		return ret;
-	flags = backing_open_flags(fs, in->flags);
-	ret = ufs_creds_enter(fs, req, &creds);
-	if (ret)
-		return ret;
-	ufs_umask_enter(fs, in->umask);
-	/* Always O_EXCL|O_NOFOLLOW first, so no existing name is followed. */
-	fd = ufs_open_noatime(fs, req->inode->fd, req->args.name,
-			      flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			      ufs_creds_mode(&creds, in->mode));
-	created = fd >= 0;
-	if (fd == -EEXIST && !(in->flags & O_EXCL))
-		fd = create_open_existing(fs, req->inode, req->args.name, flags);
-	ufs_umask_leave(fs);
-	ufs_creds_leave(&creds);
-	if (fd < 0)
-		return fd;
-	return create_reply(fs, req, fd, flags, created);
-}
-
-ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_create_in *in = req->args.op;
-	struct ufs_creds creds;
-	int flags, fd, ret;
-
-	ret = parent_dir_check(fs, req->inode, NULL);
-	if (ret)
-		return ret;
-	flags = (backing_open_flags(fs, in->flags) & ~O_DIRECTORY) | O_TMPFILE;
-	ret = ufs_creds_enter(fs, req, &creds);
-	if (ret)
-		return ret;
-	ufs_umask_enter(fs, in->umask);
-	fd = ufs_open_noatime(fs, req->inode->fd, ".", flags | O_CLOEXEC,
-			      ufs_creds_mode(&creds, in->mode));
-	ufs_umask_leave(fs);
-	ufs_creds_leave(&creds);
-	if (fd < 0)
-		return fd;
-	return create_reply(fs, req, fd, flags, false);
-}
 
 static void count_bytes(struct ufs_req *req, uint64_t *(*pick)(struct ufs_stats *), ssize_t n)
 {
@@ -368,7 +68,7 @@ static void follow_client_direct(struct ufs_fs *fs, struct ufs_file *file, uint3
 static void read_done(struct ufs_req *req, ssize_t res)
 {
 	count_bytes(req, read_counter, res);
-	ufs_req_done(req, res);
+	ufs_req_complete(req, res);
 }
 
 ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
@@ -399,13 +99,13 @@ static void write_done(struct ufs_req *req, ssize_t res)
 	struct fuse_write_out *out = req->out;
 
 	if (res < 0) {
-		ufs_req_done(req, res);
+		ufs_req_complete(req, res);
 		return;
 	}
 	count_bytes(req, write_counter, res);
 	memset(out, 0, sizeof(*out));
 	out->size = res;
-	ufs_req_done(req, sizeof(*out));
+	ufs_req_complete(req, sizeof(*out));
 }
 
 ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
@@ -438,7 +138,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 /* FSYNC and FALLOCATE reply nothing but the status. */
 static void status_done(struct ufs_req *req, ssize_t res)
 {
-	ufs_req_done(req, res < 0 ? res : 0);
+	ufs_req_complete(req, res < 0 ? res : 0);
 }
 
 ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
@@ -496,40 +196,6 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 	return -UFS_EQUEUED;
 }
 
-ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_flush_in *in = req->args.op;
-	struct ufs_file *file = file_get(fs, in->fh);
-	int fd;
-
-	if (!file)
-		return -EBADF;
-	if (file->fd < 0)
-		return 0;
-	/* close(2) of the client's descriptor drops its POSIX locks. */
-	ufs_lock_release_owner(fs, file->inode, in->lock_owner);
-	/*
-	 * Close a duplicate so the backing file system sees the close (NFS
-	 * writes back and reports errors on close).  A close(2) never fails for
-	 * want of a descriptor: without one to spare, fsync does that work.
-	 */
-	fd = fcntl(file->fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return errno == EMFILE || errno == ENFILE ? (fsync(file->fd) ? -errno : 0) : -errno;
-	return close(fd) ? -errno : 0;
-}
-
-ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
-{
-	const struct fuse_release_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_unregister(fs, in->fh);
-
-	if (!file)
-		return -EBADF;
-	/* Closing our descriptor releases its flock (FUSE_RELEASE_FLOCK_UNLOCK). */
-	ufs_file_free(fs, file);
-	return 0;
-}
 
 ssize_t ufs_op_lseek(struct ufs_fs *fs, struct ufs_req *req)
 {
@@ -552,12 +218,12 @@ static void copy_done_64(struct ufs_req *req, ssize_t res)
 	struct fuse_copy_file_range_out *out = req->out;
 
 	if (res < 0) {
-		ufs_req_done(req, res);
+		ufs_req_complete(req, res);
 		return;
 	}
 	count_bytes(req, write_counter, res);
 	out->bytes_copied = res;
-	ufs_req_done(req, sizeof(*out));
+	ufs_req_complete(req, sizeof(*out));
 }
 
 static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
@@ -582,7 +248,7 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 		.mode = (int)in->flags,
 		.done = done,
 	};
-	req->xops->io_submit(req);
+	ufs_copy_start(&fs->copies, req);
 	return -UFS_EQUEUED;
 }
 
@@ -597,13 +263,13 @@ static void copy_done_32(struct ufs_req *req, ssize_t res)
 	struct fuse_write_out *out = req->out;
 
 	if (res < 0) {
-		ufs_req_done(req, res);
+		ufs_req_complete(req, res);
 		return;
 	}
 	count_bytes(req, write_counter, res);
 	memset(out, 0, sizeof(*out));
 	out->size = res;
-	ufs_req_done(req, sizeof(*out));
+	ufs_req_complete(req, sizeof(*out));
 }
 
 ssize_t ufs_op_copy_file_range(struct ufs_fs *fs, struct ufs_req *req)

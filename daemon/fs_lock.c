@@ -24,11 +24,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "dispatch.h"
 #include "fs.h"
 #include "log.h"
-#include "interrupt.h"
-#include "io_copy.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -350,7 +347,7 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 	w->inode = req->inode;
 	w->flock = in->lk_flags & FUSE_LK_FLOCK;
 	w->flock_op = flock_op(in, true);
-	ret = ufs_wait_start(req, &lock_wait_ops, w);
+	ret = ufs_wait_start(&fs->waits, req, &lock_wait_ops, w);
 	if (ret) {
 		wait_end(req->inode, w->owner);
 		free(w);

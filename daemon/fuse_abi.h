@@ -253,7 +253,7 @@ struct ufs_uring_cmd_req {
 /*
  * Proposed, not upstream: the RFC puts IORING_OP_COPY_FILE_RANGE right after
  * IORING_OP_URING_CMD128 (64).  Never trusted on its number alone: see
- * io_copy.c for the probe and the behavioural self-test.
+ * copy_probe.c for the probe and the behavioural self-test.
  */
 #define UFS_IORING_OP_COPY_FILE_RANGE 65
 #define UFS_IORING_OP_URING_CMD 46

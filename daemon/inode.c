@@ -53,9 +53,11 @@ int ufs_inode_table_init(struct ufs_fs *fs)
 	return pthread_mutex_init(&fs->inode_lock, NULL) ? -ENOMEM : 0;
 }
 
-static void inode_free(struct ufs_inode *inode)
+static void inode_free(struct ufs_fs *fs, struct ufs_inode *inode)
 {
-	ufs_lock_release_all(inode);
+	/* What the file system hung on the inode (lock owners) goes first. */
+	if (fs->inode_release)
+		fs->inode_release(inode);
 	if (inode->fd >= 0)
 		close(inode->fd);
 	free(inode->handle);
@@ -286,7 +288,7 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
 		while (inode) {
 			struct ufs_inode *next = inode->next_by_id;
 
-			inode_free(inode);
+			inode_free(fs, inode);
 			inode = next;
 		}
 	}
@@ -458,7 +460,7 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 	pthread_mutex_unlock(&fs->inode_lock);
 	close_evicted(evict, 2);
 	if (dead)
-		inode_free(inode);
+		inode_free(fs, inode);
 }
 
 /*
@@ -526,7 +528,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	fresh->mount_fd = -1;
 	ret = fd >= 0 ? inode_handle_make(fs, fresh) : 0;
 	if (ret) {
-		inode_free(fresh);
+		inode_free(fs, fresh);
 		return ret;
 	}
 
@@ -543,7 +545,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 		}
 		pthread_mutex_unlock(&fs->inode_lock);
 		close_evicted(evict, 2);
-		inode_free(fresh);
+		inode_free(fs, fresh);
 		*out = inode;
 		return 0;
 	}
@@ -632,7 +634,7 @@ void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup)
 		inode_release_locked(fs, inode);
 	pthread_mutex_unlock(&fs->inode_lock);
 	if (dead)
-		inode_free(inode);
+		inode_free(fs, inode);
 }
 
 size_t ufs_inode_count(struct ufs_fs *fs)

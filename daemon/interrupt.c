@@ -3,41 +3,41 @@
  * A small ring of early INTERRUPTs.  Old records are overwritten: an
  * INTERRUPT whose request never waits (it completed) is simply forgotten.
  */
-#include <pthread.h>
+#include <string.h>
 
 #include "interrupt.h"
 
-/*
- * Every INTERRUPT passes through here (ufs_op_interrupt), and a record is
- * needed only until its request registers, a few microseconds later; the
- * oldest are overwritten.
- */
-#define EARLY_INTERRUPTS 256
-
-static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t early[EARLY_INTERRUPTS];	/* 0: free (request ids start at 2) */
-static unsigned int early_next;
-
-void ufs_interrupt_remember(uint64_t unique)
+void ufs_interrupts_init(struct ufs_interrupts *t)
 {
-	pthread_mutex_lock(&early_lock);
-	early[early_next] = unique;
-	early_next = (early_next + 1) % EARLY_INTERRUPTS;
-	pthread_mutex_unlock(&early_lock);
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
 }
 
-bool ufs_interrupt_claim(uint64_t unique)
+void ufs_interrupts_destroy(struct ufs_interrupts *t)
+{
+	pthread_mutex_destroy(&t->lock);
+}
+
+void ufs_interrupt_remember(struct ufs_interrupts *t, uint64_t unique)
+{
+	pthread_mutex_lock(&t->lock);
+	t->early[t->next] = unique;
+	t->next = (t->next + 1) % UFS_EARLY_INTERRUPTS;
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool ufs_interrupt_claim(struct ufs_interrupts *t, uint64_t unique)
 {
 	bool found = false;
 
-	pthread_mutex_lock(&early_lock);
-	for (unsigned int i = 0; i < EARLY_INTERRUPTS; i++) {
-		if (early[i] == unique) {
-			early[i] = 0;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned int i = 0; i < UFS_EARLY_INTERRUPTS; i++) {
+		if (t->early[i] == unique) {
+			t->early[i] = 0;
 			found = true;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&early_lock);
+	pthread_mutex_unlock(&t->lock);
 	return found;
 }

@@ -3,7 +3,6 @@
  * Synchronous execution of a request's data operation.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -29,7 +28,6 @@ static ssize_t io_step(struct ufs_io *io)
 	char *buf = (char *)io->buf + io->done_bytes;
 	size_t left = io->len - io->done_bytes;
 	off_t off = io->off + io->done_bytes;
-	loff_t off_in, off_out;
 	ssize_t n;
 
 	switch (io->op) {
@@ -45,11 +43,6 @@ static ssize_t io_step(struct ufs_io *io)
 		return fdatasync(io->fd) ? -errno : 0;
 	case UFS_IO_FALLOCATE:
 		return fallocate(io->fd, io->mode, io->off, io->len) ? -errno : 0;
-	case UFS_IO_COPY:
-		off_in = io->off_in;
-		off_out = io->off;
-		n = copy_file_range(io->fd_in, &off_in, io->fd, &off_out, io->len, io->mode);
-		break;
 	default:
 		return -EINVAL;
 	}

@@ -2,7 +2,6 @@
 /*
  * sd_notify(3) messages.
  */
-#include <stdint.h>
 #include <stdlib.h>
 
 #include <systemd/sd-daemon.h>
@@ -12,19 +11,17 @@
 
 #define STATUS_INTERVAL_MS 10000
 
-static bool notify_enabled;
-static uint64_t watchdog_usec;
-
-void ufs_notify_init(void)
+void ufs_notify_init(struct ufs_notify *n)
 {
-	notify_enabled = getenv("NOTIFY_SOCKET") != NULL;
-	if (notify_enabled && sd_watchdog_enabled(0, &watchdog_usec) <= 0)
-		watchdog_usec = 0;
+	n->enabled = getenv("NOTIFY_SOCKET") != NULL;
+	n->journal = getenv("JOURNAL_STREAM") != NULL;
+	if (!n->enabled || sd_watchdog_enabled(0, &n->watchdog_usec) <= 0)
+		n->watchdog_usec = 0;
 }
 
-bool ufs_notify_under_systemd(void)
+bool ufs_notify_under_systemd(const struct ufs_notify *n)
 {
-	return notify_enabled || getenv("JOURNAL_STREAM");
+	return n->enabled || n->journal;
 }
 
 static void notify_status(struct ufs_daemon *d, const char *extra)
@@ -37,33 +34,33 @@ static void notify_status(struct ufs_daemon *d, const char *extra)
 		   extra, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev", d->nworkers,
 		   d->queue_mode, d->zero_copy_state, (unsigned long long)total.requests_ring,
 		   (unsigned long long)total.requests_dev, (unsigned long long)total.errors,
-		   watchdog_usec ? "\nWATCHDOG=1" : "");
+		   d->notify.watchdog_usec ? "\nWATCHDOG=1" : "");
 }
 
 void ufs_notify_ready(struct ufs_daemon *d)
 {
-	if (notify_enabled)
+	if (d->notify.enabled)
 		notify_status(d, "READY=1\n");
 }
 
 void ufs_notify_status(struct ufs_daemon *d)
 {
-	if (notify_enabled)
+	if (d->notify.enabled)
 		notify_status(d, "");
 }
 
-void ufs_notify_stopping(void)
+void ufs_notify_stopping(const struct ufs_notify *n)
 {
-	if (notify_enabled)
+	if (n->enabled)
 		sd_notify(0, "STOPPING=1");
 }
 
-int ufs_notify_interval_ms(void)
+int ufs_notify_interval_ms(const struct ufs_notify *n)
 {
-	if (!notify_enabled)
+	if (!n->enabled)
 		return -1;
 	/* Pet the watchdog twice per period. */
-	if (watchdog_usec && watchdog_usec / 2000 < STATUS_INTERVAL_MS)
-		return watchdog_usec / 2000;
+	if (n->watchdog_usec && n->watchdog_usec / 2000 < STATUS_INTERVAL_MS)
+		return n->watchdog_usec / 2000;
 	return STATUS_INTERVAL_MS;
 }

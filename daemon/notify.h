@@ -7,17 +7,25 @@
 #define UFS_NOTIFY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct ufs_daemon;
 
-void ufs_notify_init(void);
-bool ufs_notify_under_systemd(void);
+/* Read from the environment at start-up, then read-only. */
+struct ufs_notify {
+	bool enabled;			/* NOTIFY_SOCKET is set */
+	bool journal;			/* stderr is the journal (JOURNAL_STREAM) */
+	uint64_t watchdog_usec;		/* WATCHDOG_USEC for this process, 0: none */
+};
+
+void ufs_notify_init(struct ufs_notify *n);
+bool ufs_notify_under_systemd(const struct ufs_notify *n);
 /* READY=1 with the first STATUS=; call once the mount serves requests. */
 void ufs_notify_ready(struct ufs_daemon *d);
 /* Refresh STATUS= (and pet the watchdog). */
 void ufs_notify_status(struct ufs_daemon *d);
-void ufs_notify_stopping(void);
+void ufs_notify_stopping(const struct ufs_notify *n);
 /* How often the main loop should call ufs_notify_status, or -1. */
-int ufs_notify_interval_ms(void);
+int ufs_notify_interval_ms(const struct ufs_notify *n);
 
 #endif /* UFS_NOTIFY_H */

@@ -84,6 +84,12 @@ struct ufs_transport_ops {
 	/* Run an I/O; done may be called before this returns. */
 	void (*io_submit)(struct ufs_req *req);
 	/*
+	 * Make the I/O in flight (a copy's chunk) end soon, from any thread,
+	 * while the caller keeps the request alive.  Optional: a transport
+	 * without it runs no copy I/O itself (copy.c).
+	 */
+	void (*io_cancel)(struct ufs_req *req);
+	/*
 	 * The request will wait for a long time (a blocking lock): returns 0
 	 * if the transport can still take other requests meanwhile, else an
 	 * error to answer it with.  Optional; the reply ends the hold.
@@ -93,6 +99,13 @@ struct ufs_transport_ops {
 
 struct ufs_req {
 	const struct ufs_transport_ops *xops;
+	/*
+	 * Ends the request: releases what it holds and replies res (a reply
+	 * length, or -errno) through xops.  Set by the dispatcher, which owns
+	 * a request's end; a handler that returned -UFS_EQUEUED calls it
+	 * through ufs_req_complete(), from any thread, exactly once.
+	 */
+	void (*complete)(struct ufs_req *req, ssize_t res);
 	struct ufs_worker *worker;	/* back pointer: the worker serving it */
 	struct ufs_fs *fs;
 	const struct fuse_in_header *in;
@@ -106,11 +119,16 @@ struct ufs_req {
 	void *out;
 	size_t out_cap;
 	bool direct_io_aligned;		/* out is page aligned for O_DIRECT */
-	bool zero_copy;			/* READ/WRITE data is in the client's pages (uring_io.c) */
+	bool zero_copy;			/* READ/WRITE data is in the client's pages (ring_io.c) */
 	struct ufs_io io;
-	struct ufs_copy_job *copy;	/* a copy_file_range in flight (io_copy.c) */
+	struct ufs_copy_job *copy;	/* a copy_file_range in flight (copy.c) */
 	char names[2][256];		/* copies of the name arguments */
 	char xattr_name[256];
 };
+
+static inline void ufs_req_complete(struct ufs_req *req, ssize_t res)
+{
+	req->complete(req, res);
+}
 
 #endif /* UFS_REQ_H */

@@ -9,6 +9,7 @@
 
 #include "daemon.h"
 #include "decode.h"
+#include "log.h"
 #include "stats.h"
 
 void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src)
@@ -108,4 +109,17 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	}
 	*len = size;
 	return buf;
+}
+
+void ufs_stats_log(struct ufs_daemon *d)
+{
+	size_t len;
+	char *text = ufs_stats_text(d, &len);
+	char *line, *save;
+
+	if (!text)
+		return;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		ufs_info("stats: %s", line);
+	free(text);
 }

@@ -30,10 +30,9 @@
 #include <unistd.h>
 
 #include "caller.h"
-#include "dispatch.h"
+#include "copy.h"
 #include "fs.h"
 #include "interrupt.h"
-#include "io_copy.h"
 #include "log.h"
 #include "session.h"
 #include "wait.h"
@@ -49,9 +48,10 @@
 #define WAIT_SIGNAL_LOOK_TICKS 4	/* the caller's pending signals, every 200 ms */
 #define WAIT_TIMEOUT_MARGIN_S 5
 
-/* A long wait in progress; linked on waits, protected by waits_lock. */
+/* A long wait in progress. */
 struct ufs_wait {
-	struct ufs_wait *next;
+	struct ufs_wait *next;		/* on waits->list; protected by waits->lock */
+	struct ufs_waits *waits;
 	uint64_t unique;
 	pthread_t thread;
 	struct ufs_req *req;
@@ -60,10 +60,7 @@ struct ufs_wait {
 	_Atomic bool interrupted;
 };
 
-static pthread_mutex_t waits_lock = PTHREAD_MUTEX_INITIALIZER;
-static int waits_active;	/* helper threads that have not replied yet */
-static bool waits_stopping;	/* the connection ended: no new waits */
-static struct ufs_wait *waits;
+/* A signal's disposition is the process's: installed once, for every daemon. */
 static pthread_once_t wake_signal_once = PTHREAD_ONCE_INIT;
 
 /* Only there to make a waiting call return EINTR. */
@@ -80,18 +77,30 @@ static void wake_signal_install(void)
 	sigaction(WAKE_SIGNAL, &sa, NULL);	/* no SA_RESTART */
 }
 
+void ufs_waits_init(struct ufs_waits *ws, struct ufs_interrupts *early)
+{
+	*ws = (struct ufs_waits){ .early = early };
+	pthread_mutex_init(&ws->lock, NULL);
+}
+
+void ufs_waits_destroy(struct ufs_waits *ws)
+{
+	pthread_mutex_destroy(&ws->lock);
+}
+
 static void wait_unlink(struct ufs_wait *w)
 {
+	struct ufs_waits *ws = w->waits;
 	struct ufs_wait **pp;
 
-	pthread_mutex_lock(&waits_lock);
-	for (pp = &waits; *pp; pp = &(*pp)->next) {
+	pthread_mutex_lock(&ws->lock);
+	for (pp = &ws->list; *pp; pp = &(*pp)->next) {
 		if (*pp == w) {
 			*pp = w->next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&waits_lock);
+	pthread_mutex_unlock(&ws->lock);
 }
 
 /* A timer that sends this thread WAKE_SIGNAL every WAIT_TICK_MS. */
@@ -180,6 +189,7 @@ static ssize_t wait_run(struct ufs_wait *w)
 static void *wait_thread(void *arg)
 {
 	struct ufs_wait *w = arg;
+	struct ufs_waits *ws = w->waits;
 	struct ufs_req *req = w->req;
 	ssize_t ret;
 
@@ -187,12 +197,13 @@ static void *wait_thread(void *arg)
 	wait_unlink(w);
 	ret = w->ops->done(req, w->arg, ret);
 	free(w);
-	ufs_req_done(req, ret);
-	__atomic_fetch_sub(&waits_active, 1, __ATOMIC_RELEASE);
+	ufs_req_complete(req, ret);
+	__atomic_fetch_sub(&ws->active, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-int ufs_wait_start(struct ufs_req *req, const struct ufs_wait_ops *ops, void *arg)
+int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_wait_ops *ops,
+		   void *arg)
 {
 	struct ufs_wait *w;
 	pthread_attr_t attr;
@@ -207,20 +218,21 @@ int ufs_wait_start(struct ufs_req *req, const struct ufs_wait_ops *ops, void *ar
 	if (!w)
 		return -ENOMEM;
 	pthread_once(&wake_signal_once, wake_signal_install);
+	w->waits = ws;
 	w->unique = req->in->unique;
 	w->req = req;
 	w->ops = ops;
 	w->arg = arg;
 
-	pthread_mutex_lock(&waits_lock);
-	if (waits_stopping) {
-		pthread_mutex_unlock(&waits_lock);
+	pthread_mutex_lock(&ws->lock);
+	if (ws->stopping) {
+		pthread_mutex_unlock(&ws->lock);
 		free(w);
 		return -EINTR;
 	}
-	w->next = waits;
-	waits = w;
-	__atomic_fetch_add(&waits_active, 1, __ATOMIC_RELAXED);
+	w->next = ws->list;
+	ws->list = w;
+	__atomic_fetch_add(&ws->active, 1, __ATOMIC_RELAXED);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 << 10);
@@ -229,28 +241,28 @@ int ufs_wait_start(struct ufs_req *req, const struct ufs_wait_ops *ops, void *ar
 	/*
 	 * Interrupted on its way here: the wait ends at once with EINTR.  Only
 	 * now that INTERRUPT can find it (see ufs_op_interrupt for the order).
-	 * The thread cannot have ended: it unlinks itself under waits_lock.
+	 * The thread cannot have ended: it unlinks itself under ws->lock.
 	 */
-	if (!ret && ufs_interrupt_claim(w->unique)) {
+	if (!ret && ufs_interrupt_claim(ws->early, w->unique)) {
 		w->interrupted = true;
 		pthread_kill(w->thread, WAKE_SIGNAL);
 	}
-	pthread_mutex_unlock(&waits_lock);
+	pthread_mutex_unlock(&ws->lock);
 	if (ret) {
 		wait_unlink(w);
-		__atomic_fetch_sub(&waits_active, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&ws->active, 1, __ATOMIC_RELAXED);
 		free(w);
 	}
 	return ret;
 }
 
-bool ufs_wait_interrupt(uint64_t unique)
+bool ufs_wait_interrupt(struct ufs_waits *ws, uint64_t unique)
 {
 	struct ufs_wait *w;
 	bool found = false;
 
-	pthread_mutex_lock(&waits_lock);
-	for (w = waits; w; w = w->next) {
+	pthread_mutex_lock(&ws->lock);
+	for (w = ws->list; w; w = w->next) {
 		if (w->unique == unique) {
 			w->interrupted = true;
 			pthread_kill(w->thread, WAKE_SIGNAL);
@@ -258,7 +270,7 @@ bool ufs_wait_interrupt(uint64_t unique)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&waits_lock);
+	pthread_mutex_unlock(&ws->lock);
 	return found;
 }
 
@@ -271,23 +283,23 @@ int ufs_wait_block_wake_signal(void)
 	return pthread_sigmask(SIG_BLOCK, &set, NULL) ? -EINVAL : 0;
 }
 
-void ufs_wait_interrupt_all(void)
+void ufs_wait_interrupt_all(struct ufs_waits *ws)
 {
 	struct ufs_wait *w;
 
-	pthread_mutex_lock(&waits_lock);
-	waits_stopping = true;
-	for (w = waits; w; w = w->next) {
+	pthread_mutex_lock(&ws->lock);
+	ws->stopping = true;
+	for (w = ws->list; w; w = w->next) {
 		w->interrupted = true;
 		pthread_kill(w->thread, WAKE_SIGNAL);
 	}
-	pthread_mutex_unlock(&waits_lock);
+	pthread_mutex_unlock(&ws->lock);
 }
 
-void ufs_wait_idle(void)
+void ufs_wait_idle(struct ufs_waits *ws)
 {
-	while (__atomic_load_n(&waits_active, __ATOMIC_ACQUIRE)) {
-		ufs_wait_interrupt_all();
+	while (__atomic_load_n(&ws->active, __ATOMIC_ACQUIRE)) {
+		ufs_wait_interrupt_all(ws);
 		usleep(1000);
 	}
 }
@@ -296,7 +308,6 @@ ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_interrupt_in *in = req->args.op;
 
-	(void)fs;
 	if (req->worker)
 		ufs_stat_add(&req->worker->stats.interrupts, 1);
 	/*
@@ -308,9 +319,10 @@ ssize_t ufs_op_interrupt(struct ufs_fs *fs, struct ufs_req *req)
 	 * interleaving then cancels it; looking first could miss a request
 	 * that registered and claimed in between.
 	 */
-	ufs_interrupt_remember(in->unique);
+	ufs_interrupt_remember(&fs->interrupts, in->unique);
 	ufs_debug_pause("interrupt");
-	if (ufs_wait_interrupt(in->unique) || ufs_copy_interrupt(in->unique))
-		ufs_interrupt_claim(in->unique);	/* found: the record is not needed */
+	if (ufs_wait_interrupt(&fs->waits, in->unique) ||
+	    ufs_copy_interrupt(&fs->copies, in->unique))
+		ufs_interrupt_claim(&fs->interrupts, in->unique);	/* the record is not needed */
 	return 0;
 }

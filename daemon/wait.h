@@ -6,11 +6,26 @@
 #ifndef UFS_WAIT_H
 #define UFS_WAIT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+struct ufs_interrupts;
 struct ufs_req;
+struct ufs_wait;
+
+/* The file system's long waits. */
+struct ufs_waits {
+	struct ufs_interrupts *early;	/* INTERRUPTs that came before their wait */
+	pthread_mutex_t lock;		/* protects list and stopping */
+	struct ufs_wait *list;		/* every wait in progress, for INTERRUPT */
+	bool stopping;			/* the connection ended: no new waits */
+	int active;			/* helper threads that have not replied yet; atomic */
+};
+
+void ufs_waits_init(struct ufs_waits *ws, struct ufs_interrupts *early);
+void ufs_waits_destroy(struct ufs_waits *ws);
 
 struct ufs_wait_ops {
 	const char *name;		/* for the log: "a lock wait" */
@@ -27,15 +42,16 @@ struct ufs_wait_ops {
  * returns.  Returns 0 (the request is then answered from there: the handler
  * returns -UFS_EQUEUED) or an errno to answer it with, arg still the caller's.
  */
-int ufs_wait_start(struct ufs_req *req, const struct ufs_wait_ops *ops, void *arg);
+int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_wait_ops *ops,
+		   void *arg);
 
 /* INTERRUPT: wake the wait of request unique, if there is one. */
-bool ufs_wait_interrupt(uint64_t unique);
+bool ufs_wait_interrupt(struct ufs_waits *ws, uint64_t unique);
 /* Workers block the wake-up signal; only helper threads take it. */
 int ufs_wait_block_wake_signal(void);
 /* The connection ended: wake every wait (each replies EINTR), refuse new ones. */
-void ufs_wait_interrupt_all(void);
+void ufs_wait_interrupt_all(struct ufs_waits *ws);
 /* Until every helper thread has replied, so none outlives its transport. */
-void ufs_wait_idle(void);
+void ufs_wait_idle(struct ufs_waits *ws);
 
 #endif /* UFS_WAIT_H */

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * What every worker thread does first, whichever transport it serves.
+ * The workers: how many, on which CPUs, and what every worker thread does
+ * first, whichever transport it serves.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -80,4 +81,45 @@ void ufs_daemon_worker_exited(struct ufs_daemon *d, int error)
 	if (write(d->event_fd, &one, sizeof(one)) < 0) {
 		/* The counter is at its limit: the main loop is awake anyway. */
 	}
+}
+
+static unsigned int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? n : 1;
+}
+
+int ufs_workers_alloc(struct ufs_daemon *d)
+{
+	unsigned int n = d->cfg.workers ? d->cfg.workers : online_cpus();
+	int cpu = -1;
+
+	d->workers = calloc(n, sizeof(*d->workers));
+	if (!d->workers)
+		return -ENOMEM;
+	d->nworkers = n;
+	d->workers_alloc = n;
+	if (d->cfg.cpu_count)
+		d->cpus = d->cfg.cpu_set;
+	else if (sched_getaffinity(0, sizeof(d->cpus), &d->cpus))
+		CPU_ZERO(&d->cpus);	/* unknown: helper threads keep what they inherit */
+	for (unsigned int i = 0; i < n; i++) {
+		struct ufs_worker *w = &d->workers[i];
+
+		w->id = i;
+		w->daemon = d;
+		w->cpu = -1;
+		if (d->cfg.cpu_count) {
+			/* Round-robin over the configured CPUs. */
+			do {
+				cpu = (cpu + 1) % UFS_CPUS_MAX;
+			} while (!CPU_ISSET(cpu, &d->cfg.cpu_set));
+			w->cpu = cpu;
+		}
+	}
+	d->dev_reader.daemon = d;
+	d->dev_reader.id = n;
+	d->dev_reader.cpu = -1;
+	return 0;
 }

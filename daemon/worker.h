@@ -14,7 +14,7 @@
 #include <signal.h>
 
 struct ufs_daemon;
-struct ufs_copier;
+struct ufs_copy_lane;
 
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
 #define UFS_WORKER_WAKE_SIGNAL SIGUSR2
@@ -25,7 +25,7 @@ struct ufs_worker {
 	bool started;
 	struct ufs_daemon *daemon;	/* back pointer */
 	void *xpriv;			/* transport state of this worker */
-	struct ufs_copier *copier;	/* copy_file_range helper thread, or NULL */
+	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
 	int cpu;			/* pinned CPU, -1: none */
 };

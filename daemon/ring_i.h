@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The io_uring transport's internals, shared by uring.c (rings, entries,
- * commits) and uring_io.c (backing-file I/O on the ring, zero copy, copies).
+ * The io_uring transport's internals, shared by its files (listed below).
  */
-#ifndef UFS_URING_I_H
-#define UFS_URING_I_H
+#ifndef UFS_RING_I_H
+#define UFS_RING_I_H
 
 #include <liburing.h>
 #include <pthread.h>
@@ -33,11 +32,21 @@ enum ring_tag {
 };
 #define RING_TAG_MASK 7UL
 
+/*
+ * Where an entry is in its life (ring_ent.c has the transitions).  The
+ * zero-copy states say where a READ's or WRITE's bytes are, which decides
+ * the next SQE and whether the commit may go out yet.
+ */
 enum ring_ent_state {
 	RING_ENT_NEW,		/* not registered yet */
 	RING_ENT_KERNEL,	/* registered or committed: the kernel holds it */
 	RING_ENT_SERVING,	/* carries a request the daemon is serving */
+	RING_ENT_HELD,		/* serving a long wait, counted in its queue's holds */
+	RING_ENT_IN_SLOT,	/* zero-copied READ: the backing file is read into the slot */
+	RING_ENT_BOUNCE_IN,	/* bounced WRITE: the slot is copied to the bounce region */
+	RING_ENT_SLOT_FILL,	/* bounced READ: the bounce region is copied to the slot */
 	RING_ENT_DEAD,		/* the kernel completed it with an error: gone */
+	RING_ENT_NR_STATES,
 };
 
 struct ring_worker;
@@ -49,17 +58,11 @@ struct ring_ent {
 	struct ufs_uring_req_header *hdr;	/* the kernel keeps this address */
 	void *payload;				/* per-entry mode only */
 	struct iovec iov[2];
-	enum ring_ent_state state;
+	enum ring_ent_state state;		/* owned by the worker thread; ring_ent_set() */
 	unsigned int idx;			/* index in the worker: slot and bounce region */
 	/* zero copy (7.3) */
 	uint16_t slot;				/* registered-buffer slot, 0: none */
-	bool zc_in_slot;			/* the reply's bytes are in the slot already */
-	bool zc_bounced;			/* the write's bytes are in the bounce region */
-	size_t zc_len;				/* reply length held back for the slot move */
-	bool held;				/* a long wait holds it (ring_hold) */
-	/* a copy waiting for its worker's turn on the ring (ring_copy_wait) */
-	struct ring_ent *copy_next;
-	bool copy_waiting;
+	size_t zc_len;				/* RING_ENT_SLOT_FILL: the reply's length */
 	/* a reply handed over by another thread; protected by rw->remote_lock */
 	struct ring_ent *remote_next;
 	int remote_error;
@@ -88,6 +91,7 @@ struct ring_queue {
 struct ring_worker {
 	struct ufs_worker *w;			/* back pointer */
 	struct ufs_uring *u;			/* back pointer */
+	pthread_t thread;			/* the one that submits on ring, set first thing */
 	struct io_uring ring;
 	bool ring_ok;
 	cpu_set_t cpus;				/* where it is pinned; empty: not pinned */
@@ -111,9 +115,6 @@ struct ring_worker {
 	/* fields below are owned by the worker thread */
 	unsigned int live_ents;			/* entries the kernel may still complete */
 	unsigned int ios_inflight;
-	unsigned int copies_running;		/* ring copies punted to io-wq */
-	struct ring_ent *copy_wait_head;	/* copies waiting for their turn */
-	struct ring_ent *copy_wait_tail;
 	struct io_uring_sqe *last_sqe;		/* the one ring_get_sqe() gave out last */
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;
@@ -123,7 +124,7 @@ struct ring_worker {
 	struct ring_cancel *cancel_head;
 };
 
-/* An INTERRUPT for a copy running on this ring, passed to its worker. */
+/* An INTERRUPT for a copy's chunk on this ring, passed to its worker (ring_io_cancel). */
 struct ring_cancel {
 	struct ring_cancel *next;
 	struct ufs_req *req;
@@ -166,7 +167,6 @@ struct ufs_uring {
 };
 
 extern const struct ufs_transport_ops ufs_ring_ops;
-extern __thread struct ring_worker *ufs_this_ring_worker;
 
 static inline void *ring_tag(void *p, enum ring_tag t)
 {
@@ -183,18 +183,57 @@ static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring
 	return rw->bounce + (size_t)ent->idx * rw->u->max_payload;
 }
 
-/* uring.c */
+/*
+ * The transport's files, in the order they call each other (each only
+ * those below it): uring.c (start), ring_serve.c (a worker's thread),
+ * ring_register.c, ring_setup.c, ring_reply.c, ring_io.c, ring_teardown.c,
+ * ring_sqe.c, ring_ent.c.
+ */
+/* ring_ent.c */
+bool ring_ent_may(enum ring_ent_state from, enum ring_ent_state to);
+void ring_ent_set(struct ring_ent *ent, enum ring_ent_state to);
+const char *ring_ent_state_name(enum ring_ent_state s);
+
+/* ring_sqe.c */
 struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw);
 struct io_uring_sqe *ring_last_sqe(struct ring_worker *rw);
-void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
+struct ufs_uring_cmd_req *ring_prep_fuse_cmd(struct io_uring_sqe *sqe, int fuse_fd,
+					       enum ufs_uring_cmd op, uint16_t qid);
+void ring_event_arm(struct ring_worker *rw);
 
-/* uring_io.c */
-void ring_io_submit(struct ufs_req *req);
-void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res);
-void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c);
+/* ring_setup.c */
+int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out);
+int uring_assign_queues(struct ufs_uring *u);
+void uring_share_queues(struct ufs_uring *u);
 int ring_zc_setup(struct ring_worker *rw);
-void ring_zc_teardown(struct ring_worker *rw);
+int ring_build(struct ring_worker *rw);
+
+/* ring_register.c */
+int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase);
+int uring_force_dev_fallback(int fuse_fd);
+void setup_report(struct ufs_uring *u, int error);
+enum uring_setup_phase setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done);
+void setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want);
+unsigned int started_workers(struct ufs_uring *u);
+void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase);
+int setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase);
+
+/* ring_serve.c */
+void *ring_worker_main(void *arg);
+
+/* ring_reply.c */
+void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
 bool ring_zc_reply(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
 void ring_zc_slot_done(struct ring_worker *rw, struct ring_ent *ent, int res);
 
-#endif /* UFS_URING_I_H */
+/* ring_io.c */
+void ring_io_submit(struct ufs_req *req);
+void ring_io_cancel(struct ufs_req *req);
+void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c);
+void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res);
+
+/* ring_teardown.c */
+void uring_free(struct ufs_uring *u);
+void uring_join(struct ufs_uring *u);
+
+#endif /* UFS_RING_I_H */

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The command line: options, the configuration file they name, and the
+ * commands that end there (--check-config, --print-config, --stats).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum {
+	OPT_CONFIG = 256,
+	OPT_CHECK_CONFIG,
+	OPT_PRINT_CONFIG,
+	OPT_STATS,
+	OPT_VERSION,
+	OPT_ZERO_COPY,
+	OPT_NO_ZERO_COPY,
+	OPT_SET,
+};
+
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "debug", no_argument, NULL, 'd' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
+	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "zero-copy", no_argument, NULL, OPT_ZERO_COPY },
+	{ "no-zero-copy", no_argument, NULL, OPT_NO_ZERO_COPY },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: uringfs [OPTIONS] SOURCE MOUNTPOINT\n"
+		"       uringfs --check-config FILE\n"
+		"       uringfs --print-config [OPTIONS] [SOURCE MOUNTPOINT]\n"
+		"       uringfs --stats MOUNTPOINT\n"
+		"\n"
+		"Serve the directory SOURCE at MOUNTPOINT through FUSE, over io_uring where\n"
+		"the kernel offers it.\n"
+		"\n"
+		"Options:\n"
+		"  -f, --foreground        stay in the foreground, log to stderr\n"
+		"  -d, --debug             foreground with log_level=debug\n"
+		"  -o OPT[,OPT...]         settings and mount options (key=value, see uringfs(8))\n"
+		"      --config FILE       read settings from FILE (default %s)\n"
+		"      --set KEY=VALUE     one setting, above -o and the file\n"
+		"      --zero-copy         zero_copy=on\n"
+		"      --no-zero-copy      zero_copy=off\n"
+		"      --check-config FILE validate FILE and exit\n"
+		"      --print-config      print the effective settings and their sources\n"
+		"      --stats MOUNTPOINT  print the counters of a running mount\n"
+		"  -h, --help              this text\n"
+		"      --version           the version\n",
+		UFS_DEFAULT_CONFIG);
+}
+
+static int cli_set(struct ufs_daemon *d, const char *key, const char *value)
+{
+	struct ufs_config_error err;
+
+	if (ufs_config_set(&d->cfg, key, value, UFS_SRC_CMDLINE, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cli_set_pair(struct ufs_daemon *d, char *pair)
+{
+	char *eq = strchr(pair, '=');
+
+	if (eq)
+		*eq++ = '\0';
+	return cli_set(d, pair, eq);
+}
+
+/* Returns 0, or an exit status (>0) when the arguments are done with. */
+int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **argv)
+{
+	struct ufs_config_error err;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "hfdo:", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+#ifdef UFS_DEBUG
+			printf("uringfs %s (debug build: UFS_BUG_ON, UFS_DEBUG_PAUSE)\n",
+			       PACKAGE_VERSION);
+#else
+			printf("uringfs %s\n", PACKAGE_VERSION);
+#endif
+			exit(0);
+		case 'f':
+			d->foreground = true;
+			break;
+		case 'd':
+			d->foreground = true;
+			cli->debug = true;
+			break;
+		case 'o':
+			if (ufs_mount_opts_parse(optarg, &d->cfg, &d->mount_opts, &err)) {
+				fprintf(stderr, "uringfs: %s\n", err.msg);
+				return 1;
+			}
+			break;
+		case OPT_CONFIG:
+			snprintf(d->cfg.config_path, sizeof(d->cfg.config_path), "%s", optarg);
+			d->cfg.config_path_explicit = true;
+			break;
+		case OPT_CHECK_CONFIG:
+			cli->check_config = optarg;
+			break;
+		case OPT_PRINT_CONFIG:
+			cli->print_config = true;
+			break;
+		case OPT_STATS:
+			cli->stats_mountpoint = optarg;
+			break;
+		case OPT_ZERO_COPY:
+		case OPT_NO_ZERO_COPY:
+			if (cli_set(d, "zero_copy", c == OPT_ZERO_COPY ? "on" : "off"))
+				return 1;
+			break;
+		case OPT_SET:
+			if (cli_set_pair(d, optarg))
+				return 1;
+			break;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (cli->debug && cli_set(d, "log_level", "debug"))
+		return 1;
+	if (cli->check_config || cli->stats_mountpoint)
+		return 0;
+	/* mount.fuse3 puts -o after the positional arguments: getopt permutes them. */
+	if (argc - optind == 2) {
+		d->source = argv[optind];
+		d->mountpoint = argv[optind + 1];
+	} else if (!(cli->print_config && argc == optind)) {
+		fprintf(stderr, "uringfs: expected SOURCE and MOUNTPOINT (try --help)\n");
+		return 1;
+	}
+	if (d->mount_opts.has_config && !d->cfg.config_path_explicit) {
+		snprintf(d->cfg.config_path, sizeof(d->cfg.config_path), "%s", d->mount_opts.config);
+		d->cfg.config_path_explicit = true;
+	}
+	return 0;
+}
+
+/* The file, then cross-key checks.  A missing default file is fine. */
+int ufs_cli_load_config(struct ufs_config *cfg)
+{
+	struct ufs_config_error err;
+	int ret;
+
+	ret = ufs_config_load_file(cfg, cfg->config_path, &err);
+	if (ret == -ENOENT && !cfg->config_path_explicit)
+		ret = 0;
+	if (!ret)
+		ret = ufs_config_validate(cfg, &err);
+	if (ret) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return ret;
+	}
+	return 0;
+}
+
+int ufs_cli_check_config(const char *path)
+{
+	struct ufs_config cfg;
+	struct ufs_config_error err;
+
+	ufs_config_defaults(&cfg);
+	if (ufs_config_load_file(&cfg, path, &err) || ufs_config_validate(&cfg, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return 1;
+	}
+	printf("%s: OK\n", path);
+	return 0;
+}
+
+int ufs_cli_print_stats(struct ufs_daemon *d, const char *mountpoint)
+{
+	char path[PATH_MAX], buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (ufs_cli_load_config(&d->cfg))
+		return 1;
+	if (!d->cfg.stats_file[0]) {
+		fprintf(stderr, "uringfs: stats_file=off: no control file to read\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", mountpoint, d->cfg.stats_file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "uringfs: %s: %m (is %s a uringfs mount?)\n", path, mountpoint);
+		return 1;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stdout);
+	close(fd);
+	return n < 0 ? 1 : 0;
+}
+
+int ufs_cli_check_dir(const char *what, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		fprintf(stderr, "uringfs: %s %s: %m\n", what, path);
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "uringfs: %s %s: not a directory\n", what, path);
+		return -ENOTDIR;
+	}
+	return 0;
+}

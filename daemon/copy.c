@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The copy room (copy.h): a copy's way from its handler to its reply.
+ *
+ *   ufs_copy_start
+ *     -> registered (INTERRUPT can find it), mode chosen
+ *     -> sync: chunks on the worker, reply
+ *     -> ring, thread: queued in the worker's lane, waiting its turn
+ *          -> ring: one SQE per chunk (lane_run_ring), each completion
+ *             deciding the next (ring_chunk_done)
+ *          -> thread: the lane's helper runs the chunks (lane_helper_main)
+ *     -> copy_end: the reply; the lane's next copy takes its turn
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "copy.h"
+#include "interrupt.h"
+#include "log.h"
+#include "worker.h"
+
+/*
+ * A ring copy is always punted to io-wq, where the READs and WRITEs of
+ * files without non-blocking I/O (tmpfs) go too.  With every client's copy
+ * in flight at once they wait behind the copies (the probe benchmark saw
+ * 100 ms), so a worker runs one copy at a time on its ring, as thread mode
+ * runs one helper per worker; the others wait in its lane, where an
+ * INTERRUPT takes them out with EINTR.
+ */
+
+enum copy_how {
+	COPY_SYNC,		/* chunks on the worker */
+	COPY_ON_RING,		/* chunks as SQEs on the worker's ring */
+	COPY_ON_THREAD,		/* chunks on the lane's helper thread */
+};
+
+enum copy_state {
+	COPY_NEW,		/* registered, not in its lane's queue yet */
+	COPY_QUEUED,		/* in its lane's queue, waiting for its turn */
+	COPY_RUNNING,		/* its lane's running copy */
+	COPY_ENDED,		/* out of the lane: only the reply is left */
+};
+
+struct ufs_copy_job {
+	struct ufs_copy_job *next;		/* the registry; protected by copies->lock */
+	struct ufs_copies *copies;
+	struct ufs_req *req;
+	uint64_t unique;
+	enum copy_how how;
+	_Atomic bool cancel;			/* interrupted: stop at the next chunk */
+	/* the copy as asked, and how far it got; the running side's */
+	uint64_t off, off_in;
+	size_t len, done;
+	int error;				/* a chunk's error before any byte moved */
+	void (*reply)(struct ufs_req *req, ssize_t res);	/* the handler's */
+	struct ufs_copy_lane *lane;		/* ring and thread: the worker's; set first */
+	/* fields below are protected by lane->lock */
+	struct ufs_copy_job *queue_next;
+	enum copy_state state;
+};
+
+/* A worker's copies: one runs, the others wait in line. */
+struct ufs_copy_lane {
+	struct ufs_worker *w;			/* back pointer */
+	pthread_mutex_t lock;			/* protects everything below */
+	pthread_cond_t cond;			/* the helper waits for a copy */
+	struct ufs_copy_job *head, *tail;	/* COPY_QUEUED, oldest first */
+	struct ufs_copy_job *running;		/* COPY_RUNNING, or NULL */
+	bool helper_started;			/* thread mode: helper is running */
+	pthread_t helper;
+	bool stop;				/* the helper leaves */
+};
+
+/* A job's way through its lane, checked (lane->lock held). */
+static void job_set_state(struct ufs_copy_job *job, enum copy_state to)
+{
+	static const unsigned int next[] = {
+		[COPY_NEW] = 1u << COPY_QUEUED,
+		[COPY_QUEUED] = 1u << COPY_RUNNING | 1u << COPY_ENDED,
+		[COPY_RUNNING] = 1u << COPY_ENDED,
+		[COPY_ENDED] = 0,
+	};
+
+	UFS_BUG_ON(!(next[job->state] & 1u << to));
+	job->state = to;
+}
+
+void ufs_copies_init(struct ufs_copies *c, struct ufs_interrupts *early)
+{
+	*c = (struct ufs_copies){ .mode = UFS_CFR_THREAD, .early = early };
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+void ufs_copies_destroy(struct ufs_copies *c)
+{
+	pthread_mutex_destroy(&c->lock);
+}
+
+/* ---- the next chunk, and the end ---- */
+
+/* Point req->io at the next chunk. */
+static void chunk_prepare(struct ufs_copy_job *job)
+{
+	struct ufs_io *io = &job->req->io;
+	size_t left = job->len - job->done;
+
+	io->off = job->off + job->done;
+	io->off_in = job->off_in + job->done;
+	io->len = left < UFS_COPY_CHUNK ? left : UFS_COPY_CHUNK;
+	io->done_bytes = 0;
+}
+
+/* A chunk copied res bytes or failed: true if another chunk follows. */
+static bool chunk_progress(struct ufs_copy_job *job, ssize_t res)
+{
+	if (res > 0) {
+		job->done += res;
+		return job->done < job->len && !job->cancel;
+	}
+	/* -ECANCELED: an ASYNC_CANCEL caught a ring chunk before it ran. */
+	if (res < 0 && res != -ECANCELED && res != -EINTR)
+		job->error = (int)res;
+	return false;
+}
+
+/* Out of the registry: INTERRUPT cannot find it any more. */
+static void job_untrack(struct ufs_copy_job *job)
+{
+	struct ufs_copies *c = job->copies;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct ufs_copy_job **pp = &c->jobs; *pp; pp = &(*pp)->next) {
+		if (*pp == job) {
+			*pp = job->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The copy is over: out of its lane (if it is still in it) and the
+ * registry, then the reply: the bytes copied, else the error, else EINTR
+ * when it was interrupted before any byte moved.
+ */
+static void copy_end(struct ufs_copy_job *job)
+{
+	struct ufs_copies *c = job->copies;
+	struct ufs_copy_lane *lane = job->lane;
+	struct ufs_req *req = job->req;
+	struct ufs_stats *st = req->worker ? &req->worker->stats : NULL;
+	void (*reply)(struct ufs_req *, ssize_t) = job->reply;
+	bool cancelled;
+	ssize_t res;
+
+	if (lane) {
+		pthread_mutex_lock(&lane->lock);
+		if (lane->running == job)
+			lane->running = NULL;
+		if (job->state != COPY_ENDED)	/* a dequeued one ended already */
+			job_set_state(job, COPY_ENDED);
+		pthread_mutex_unlock(&lane->lock);
+	}
+	job_untrack(job);
+	cancelled = job->cancel;
+	res = job->done ? (ssize_t)job->done : job->error;
+	if (cancelled && res <= 0)
+		res = -EINTR;
+	if (st) {
+		if (cancelled)
+			ufs_stat_add(&st->cfr_cancelled, 1);
+		if (res > 0)
+			ufs_stat_add(&st->cfr_bytes, res);
+	}
+	req->copy = NULL;
+	free(job);
+	reply(req, res);
+	/* Only now: until the reply is out, shutdown must not free the transport. */
+	__atomic_fetch_sub(&c->active, 1, __ATOMIC_RELEASE);
+}
+
+/* Chunks with system calls, until done, an error or a cancel. */
+static void copy_run_calls(struct ufs_copy_job *job)
+{
+	struct ufs_io *io = &job->req->io;
+
+	do {
+		loff_t in, out;
+		ssize_t n;
+
+		chunk_prepare(job);
+		in = (loff_t)io->off_in;
+		out = (loff_t)io->off;
+		n = copy_file_range(io->fd_in, &in, io->fd, &out, io->len, io->mode);
+		if (n < 0 && errno == EINTR && !job->cancel)
+			continue;	/* a stray signal: the same chunk again */
+		if (!chunk_progress(job, n < 0 ? -errno : n))
+			break;
+	} while (true);
+}
+
+/* ---- the lane: one copy at a time per worker ---- */
+
+/* The lane's next copy, now running; interrupted ones end on the way. */
+static struct ufs_copy_job *lane_take_turn(struct ufs_copy_lane *lane)
+{
+	struct ufs_copy_job *job;
+
+	for (;;) {
+		pthread_mutex_lock(&lane->lock);
+		job = lane->running ? NULL : lane->head;
+		if (job) {
+			lane->head = job->queue_next;
+			if (!lane->head)
+				lane->tail = NULL;
+			job_set_state(job, COPY_RUNNING);
+			lane->running = job;
+		}
+		pthread_mutex_unlock(&lane->lock);
+		if (!job || !job->cancel)
+			return job;
+		copy_end(job);	/* interrupted while it waited: EINTR */
+	}
+}
+
+static void lane_run_ring(struct ufs_copy_lane *lane);
+
+/* A ring chunk completed (on the worker's thread): the next, or the end. */
+static void ring_chunk_done(struct ufs_req *req, ssize_t res)
+{
+	struct ufs_copy_job *job = req->copy;
+	struct ufs_copy_lane *lane = job->lane;
+
+	if (chunk_progress(job, res)) {
+		chunk_prepare(job);
+		req->xops->io_submit(req);
+		return;
+	}
+	copy_end(job);
+	lane_run_ring(lane);
+}
+
+/* Ring lanes take turns on the worker's thread, which alone submits on its ring. */
+static void lane_run_ring(struct ufs_copy_lane *lane)
+{
+	struct ufs_copy_job *job = lane_take_turn(lane);
+
+	if (!job)
+		return;
+	chunk_prepare(job);
+	job->req->io.done = ring_chunk_done;
+	job->req->xops->io_submit(job->req);
+}
+
+static void *lane_helper_main(void *arg)
+{
+	struct ufs_copy_lane *lane = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "uringfs-copy%u", lane->w->id);
+	pthread_setname_np(pthread_self(), name);
+	ufs_helper_thread_setup(lane->w->daemon);
+	for (;;) {
+		struct ufs_copy_job *job;
+
+		pthread_mutex_lock(&lane->lock);
+		while (!lane->head && !lane->stop)
+			pthread_cond_wait(&lane->cond, &lane->lock);
+		if (!lane->head) {
+			pthread_mutex_unlock(&lane->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&lane->lock);
+		job = lane_take_turn(lane);
+		if (!job)
+			continue;
+		copy_run_calls(job);
+		copy_end(job);
+	}
+}
+
+/* The worker's lane, made on its first copy; NULL if it cannot be made. */
+static struct ufs_copy_lane *lane_get(struct ufs_worker *w, bool helper)
+{
+	struct ufs_copy_lane *lane = w->copy_lane;
+
+	if (!lane) {
+		lane = calloc(1, sizeof(*lane));
+		if (!lane)
+			return NULL;
+		lane->w = w;
+		pthread_mutex_init(&lane->lock, NULL);
+		pthread_cond_init(&lane->cond, NULL);
+		w->copy_lane = lane;
+	}
+	/* Only the worker's own thread gets here: no race for the start. */
+	if (helper && !lane->helper_started) {
+		if (pthread_create(&lane->helper, NULL, lane_helper_main, lane))
+			return NULL;
+		lane->helper_started = true;
+	}
+	return lane;
+}
+
+void ufs_copy_lane_free(struct ufs_worker *w)
+{
+	struct ufs_copy_lane *lane = w->copy_lane;
+
+	if (!lane)
+		return;
+	if (lane->helper_started) {
+		pthread_mutex_lock(&lane->lock);
+		lane->stop = true;
+		pthread_cond_signal(&lane->cond);
+		pthread_mutex_unlock(&lane->lock);
+		pthread_join(lane->helper, NULL);
+	}
+	pthread_cond_destroy(&lane->cond);
+	pthread_mutex_destroy(&lane->lock);
+	free(lane);
+	w->copy_lane = NULL;
+}
+
+/* ---- the way in ---- */
+
+/* How this request's copy runs: the ring only through a transport that can stop it. */
+static enum copy_how copy_how_choose(const struct ufs_copies *c, const struct ufs_req *req)
+{
+	switch (c->mode) {
+	case UFS_CFR_RING:
+		return req->xops->io_cancel ? COPY_ON_RING : COPY_ON_THREAD;
+	case UFS_CFR_SYNC:
+		return COPY_SYNC;
+	default:
+		return COPY_ON_THREAD;
+	}
+}
+
+/* Into the registry, where INTERRUPT finds it. */
+static void job_track(struct ufs_copies *c, struct ufs_copy_job *job)
+{
+	pthread_mutex_lock(&c->lock);
+	job->next = c->jobs;
+	c->jobs = job;
+	/*
+	 * Interrupted on its way here: it copies nothing and ends with EINTR.
+	 * Claimed once INTERRUPT can find it (see ufs_op_interrupt).
+	 */
+	job->cancel = ufs_interrupt_claim(c->early, job->unique);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void count_start(struct ufs_req *req, enum copy_how how)
+{
+	struct ufs_stats *st = &req->worker->stats;
+
+	ufs_stat_add(how == COPY_ON_RING ? &st->cfr_ring :
+		     how == COPY_ON_THREAD ? &st->cfr_thread : &st->cfr_sync, 1);
+}
+
+void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
+{
+	struct ufs_copy_job *job = calloc(1, sizeof(*job));
+	struct ufs_copy_lane *lane = NULL;
+	bool on_ring;
+
+	if (!job) {
+		req->io.done(req, -ENOMEM);
+		return;
+	}
+	*job = (struct ufs_copy_job){
+		.copies = c,
+		.req = req,
+		.unique = req->in->unique,
+		.how = copy_how_choose(c, req),
+		.off = req->io.off,
+		.off_in = req->io.off_in,
+		.len = req->io.len,
+		.reply = req->io.done,
+	};
+	req->copy = job;
+	if (job->how != COPY_SYNC)
+		lane = lane_get(req->worker, job->how == COPY_ON_THREAD);
+	if (!lane)
+		job->how = COPY_SYNC;	/* sync by choice, or no lane or helper could start */
+	job->lane = lane;
+	count_start(req, job->how);
+	__atomic_fetch_add(&c->active, 1, __ATOMIC_RELAXED);
+	job_track(c, job);
+	if (job->how == COPY_SYNC) {
+		if (!job->cancel)
+			copy_run_calls(job);
+		copy_end(job);
+		return;
+	}
+	/* Once queued the job is the lane's: a helper may end it before this returns. */
+	on_ring = job->how == COPY_ON_RING;
+	pthread_mutex_lock(&lane->lock);
+	job_set_state(job, COPY_QUEUED);
+	if (lane->tail)
+		lane->tail->queue_next = job;
+	else
+		lane->head = job;
+	lane->tail = job;
+	if (!on_ring)
+		pthread_cond_signal(&lane->cond);
+	pthread_mutex_unlock(&lane->lock);
+	if (on_ring)
+		lane_run_ring(lane);
+}
+
+/* ---- the way out early ---- */
+
+/* Take a waiting job out of its lane.  Returns true if it was waiting. */
+static bool lane_dequeue(struct ufs_copy_lane *lane, struct ufs_copy_job *job)
+{
+	struct ufs_copy_job **pp, *prev = NULL;
+
+	if (job->state != COPY_QUEUED)
+		return false;
+	for (pp = &lane->head; *pp != job; pp = &(*pp)->queue_next)
+		prev = *pp;
+	*pp = job->queue_next;
+	if (lane->tail == job)
+		lane->tail = prev;
+	job_set_state(job, COPY_ENDED);
+	return true;
+}
+
+bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique)
+{
+	struct ufs_copy_job *job;
+	bool dequeued = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (job = c->jobs; job && job->unique != unique; job = job->next)
+		;
+	if (job && job->lane) {
+		struct ufs_copy_lane *lane = job->lane;
+
+		job->cancel = true;
+		pthread_mutex_lock(&lane->lock);
+		dequeued = lane_dequeue(lane, job);
+		/*
+		 * A running chunk is stopped where it runs; the registry's lock
+		 * keeps the request alive meanwhile.  A COPY_NEW one ends when
+		 * its turn comes.
+		 */
+		if (job->state == COPY_RUNNING && job->how == COPY_ON_THREAD)
+			pthread_kill(lane->helper, UFS_WORKER_WAKE_SIGNAL);
+		else if (job->state == COPY_RUNNING)
+			job->req->xops->io_cancel(job->req);
+		pthread_mutex_unlock(&lane->lock);
+	} else if (job) {
+		job->cancel = true;	/* sync: stops at its next chunk */
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (dequeued)
+		copy_end(job);	/* never started: EINTR */
+	return job != NULL;
+}
+
+void ufs_copy_interrupt_all(struct ufs_copies *c)
+{
+	uint64_t uniques[64];
+	size_t n;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&c->lock);
+		for (struct ufs_copy_job *job = c->jobs; job && n < 64; job = job->next) {
+			if (!job->cancel)
+				uniques[n++] = job->unique;
+		}
+		pthread_mutex_unlock(&c->lock);
+		for (size_t i = 0; i < n; i++)
+			ufs_copy_interrupt(c, uniques[i]);
+	} while (n == 64);
+}
+
+void ufs_copy_wait_idle(struct ufs_copies *c)
+{
+	while (__atomic_load_n(&c->active, __ATOMIC_ACQUIRE)) {
+		ufs_copy_interrupt_all(c);
+		usleep(1000);
+	}
+}

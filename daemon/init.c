@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The INIT exchange on /dev/fuse: the kernel's offer read, the reply
+ * negotiated (session.c) and checked against what the settings demand.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "dev.h"
+#include "log.h"
+#include "uring.h"
+
+/*
+ * Read and answer INIT.  io_uring is offered to the kernel only when the
+ * settings allow it and this process can create a ring of the kind the
+ * transport needs.
+ */
+int ufs_init_exchange(struct ufs_daemon *d)
+{
+	union {
+		struct fuse_in_header h;
+		uint8_t bytes[8192];
+	} buf;
+	const struct fuse_init_in *in = (const void *)(&buf.h + 1);
+	struct ufs_init_limits limits;
+	struct ufs_init_out out;
+	const char *why;
+	bool want_uring;
+	ssize_t n;
+	int ret;
+
+	n = ufs_dev_read_init(d->fuse_fd, &buf, sizeof(buf));
+	if (n < 0) {
+		ufs_err("reading INIT from /dev/fuse: %s", strerror(-n));
+		return n;
+	}
+	if ((size_t)n < sizeof(buf.h) + 8 || buf.h.opcode != FUSE_INIT || buf.h.len != n) {
+		ufs_err("expected INIT from the kernel, got opcode %u (%zd bytes)", buf.h.opcode, n);
+		return -EPROTO;
+	}
+	want_uring = d->cfg.io_uring != UFS_SWITCH_OFF && ufs_uring_supported();
+	ufs_init_limits_read(&limits);
+	ret = ufs_init_negotiate(in, n - sizeof(buf.h), &d->cfg, &limits, want_uring, &out,
+				 &d->conn);
+	if (ret) {
+		ufs_err("kernel speaks FUSE %u.%u; uringfs needs 7.28 or newer", in->major,
+			in->minor);
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return ret;
+	}
+	if (d->cfg.io_uring == UFS_SWITCH_ON && !d->conn.uring) {
+		ufs_err("io_uring=on, but %s", d->conn.uring_off_reason);
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	if (d->cfg.zero_copy == UFS_SWITCH_ON && !d->conn.uring_bufpool) {
+		ufs_err("zero_copy=on, but %s", !d->conn.uring ? d->conn.uring_off_reason :
+			"the kernel has no FUSE-over-io_uring buffer pools (Linux 7.3 needed)");
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	why = ufs_acls_unenforced(&d->cfg, &d->conn);
+	if (why && d->cfg.allow_other) {
+		ufs_err("allow_other: POSIX ACLs would not be enforced through the mount (%s)",
+			why);
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	ret = ufs_dev_write_reply(d->fuse_fd, buf.h.unique, 0, &out, sizeof(out));
+	if (ret) {
+		ufs_err("replying to INIT: %s", strerror(-ret));
+		return ret;
+	}
+	ufs_info("FUSE %u.%u, max_write=%u, flags=0x%llx", FUSE_KERNEL_VERSION, d->conn.minor,
+		 d->conn.max_write, (unsigned long long)d->conn.flags);
+	return 0;
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A ring worker's thread: set-up, then the loop that reaps completions and
+ * serves the requests that arrive in its entries.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "log.h"
+#include "ring_i.h"
+#include "worker.h"
+
+static void ring_remote_drain(struct ring_worker *rw)
+{
+	struct ring_cancel *cancels;
+	struct ring_ent *ent;
+
+	pthread_mutex_lock(&rw->remote_lock);
+	ent = rw->remote_head;
+	rw->remote_head = NULL;
+	cancels = rw->cancel_head;
+	rw->cancel_head = NULL;
+	pthread_mutex_unlock(&rw->remote_lock);
+	ring_cancels_submit(rw, cancels);
+	while (ent) {
+		struct ring_ent *next = ent->remote_next;
+
+		if (!ring_zc_reply(rw, ent, ent->remote_error, ent->remote_len))
+			ring_commit(rw, ent, ent->remote_error, ent->remote_len);
+		ent = next;
+	}
+}
+
+/* A request arrived in ent's buffers: check what the kernel says, then serve it. */
+static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
+{
+	struct ufs_uring *u = rw->u;
+	struct ufs_uring_req_header *hdr = ent->hdr;
+	const struct fuse_in_header *in = (const void *)hdr->in_out;
+	const struct ufs_uring_ent_in_out *eio = &hdr->ring_ent_in_out;
+	uint8_t *payload = ent->payload;
+	struct ufs_msg msg;
+
+	ring_ent_set(ent, RING_ENT_SERVING);
+	/* Nothing of the entry's previous request may leak into an early commit. */
+	ent->req.noreply = false;
+	ent->req.zero_copy = false;
+	ufs_stat_add(&rw->w->stats.requests_ring, 1);
+	if (u->bufpool) {
+		/* offset is only meaningful when a buffer was assigned; it never is out of range. */
+		if ((size_t)eio->offset + u->max_payload > ent->q->pool_len) {
+			ufs_log_once(UFS_LOG_ERR, "io_uring: pool offset %u out of range qid=%u",
+				     eio->offset, ent->q->qid);
+			ufs_stat_add(&rw->w->stats.bad_requests, 1);
+			ring_commit(rw, ent, -EIO, 0);
+			return;
+		}
+		payload = ent->q->pool + eio->offset;
+	}
+	if (eio->payload_sz > u->max_payload) {
+		ufs_log_once(UFS_LOG_ERR, "io_uring: payload_sz %u exceeds %zu", eio->payload_sz,
+			     u->max_payload);
+		ufs_stat_add(&rw->w->stats.bad_requests, 1);
+		ring_commit(rw, ent, -EIO, 0);
+		return;
+	}
+	msg = (struct ufs_msg){
+		.in = in,
+		.op = (const uint8_t *)hdr->op_in,
+		.op_len = sizeof(hdr->op_in),
+		.rest = payload,
+		.rest_len = eio->payload_sz,
+	};
+	ent->req.out = payload;
+	ent->req.out_cap = u->max_payload;
+	ent->req.direct_io_aligned = true;
+	if (eio->flags & UFS_URING_ENT_ZERO_COPY) {
+		if (!ent->q->zero_copy) {
+			ufs_log_once(UFS_LOG_ERR, "io_uring: zero-copy request on qid=%u, which is not",
+				     ent->q->qid);
+			ring_commit(rw, ent, -EIO, 0);
+			return;
+		}
+		/*
+		 * The client's pages are at the slot; a READ has no pool buffer,
+		 * so its handler's bytes (if any) go to the bounce region.
+		 */
+		ent->req.zero_copy = true;
+		if (in->opcode == FUSE_READ)
+			ent->req.out = ring_ent_bounce(rw, ent);
+	} else if (in->opcode == FUSE_READ) {
+		ufs_stat_add(&rw->w->stats.copied_reads, 1);
+	} else if (in->opcode == FUSE_WRITE) {
+		ufs_stat_add(&rw->w->stats.copied_writes, 1);
+	}
+	ufs_dispatch(&u->d->fs, &ent->req, &msg);
+}
+
+static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int res)
+{
+	if (!res) {
+		ring_ent_serve(rw, ent);
+		return;
+	}
+	/*
+	 * -ENOTCONN: unmounted or aborted; -ECONNABORTED: aborted with an
+	 * error; -ECANCELED: the ring is going away.  Anything else is a
+	 * commit the kernel refused, and the entry is gone all the same.
+	 */
+	ring_ent_set(ent, RING_ENT_DEAD);
+	rw->live_ents--;
+	/*
+	 * Anything else means the kernel refused a commit (-EOPNOTSUPP after a
+	 * failed REGISTER, -EINVAL, -ENOENT, -EIO): the entry is gone and its
+	 * queue shrinks for good.  A queue without entries wedges every
+	 * process on its CPU, so the connection must end.
+	 */
+	if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED) {
+		ufs_err("io_uring: qid=%u: the kernel refused a command: %s", ent->q->qid,
+			strerror(-res));
+		ufs_daemon_fatal(rw->u->d, res);
+	}
+}
+
+static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
+{
+	uintptr_t data = (uintptr_t)io_uring_cqe_get_data(cqe);
+	void *p = (void *)(data & ~RING_TAG_MASK);
+
+	switch ((enum ring_tag)(data & RING_TAG_MASK)) {
+	case RING_TAG_ENT:
+		ring_ent_complete(rw, p, cqe->res);
+		break;
+	case RING_TAG_IO:
+		ring_io_complete(rw, p, cqe->res);
+		break;
+	case RING_TAG_EVENT:
+		ring_remote_drain(rw);
+		/* Re-armed whatever the result: replies from other threads depend on it. */
+		if (!__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
+			ring_event_arm(rw);
+		break;
+	case RING_TAG_SLOT:
+		ring_zc_slot_done(rw, p, cqe->res);
+		break;
+	case RING_TAG_SETUP:
+		break;
+	}
+}
+
+static bool ring_worker_done(struct ring_worker *rw)
+{
+	if (__atomic_load_n(&rw->u->d->stopping, __ATOMIC_ACQUIRE))
+		return true;
+	return !rw->live_ents && !rw->ios_inflight;
+}
+
+static int ring_serve(struct ring_worker *rw)
+{
+	while (!ring_worker_done(rw)) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, seen = 0;
+		int ret;
+
+		ret = io_uring_submit_and_wait(&rw->ring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+			ufs_err("worker %u: io_uring_enter: %s", rw->w->id, strerror(-ret));
+			ufs_daemon_fatal(rw->u->d, ret);
+			return ret;
+		}
+		io_uring_for_each_cqe(&rw->ring, head, cqe) {
+			ring_cqe_handle(rw, cqe);
+			seen++;
+		}
+		io_uring_cq_advance(&rw->ring, seen);
+	}
+	/* Told to stop: commit what other threads answered, then let the ring go. */
+	ring_remote_drain(rw);
+	io_uring_submit(&rw->ring);
+	return 0;
+}
+
+/*
+ * Requests land on the queue of the CPU their task runs on (CPUs numbered
+ * past the queues go to queue 0), and COMMIT copies the reply into the
+ * client's pages on the committing thread: a worker running on its queues'
+ * own CPUs keeps both on one CPU and lets the scheduler spread the load by
+ * moving the clients, not the workers.  Unpinned, two busy queues can end
+ * up served from one CPU while another idles.
+ */
+static void ring_worker_pin_queues(struct ring_worker *rw)
+{
+	const cpu_set_t *allowed = &rw->u->d->cpus;
+	cpu_set_t set;
+
+	CPU_ZERO(&rw->cpus);
+	if (rw->w->cpu >= 0)
+		CPU_SET(rw->w->cpu, &rw->cpus);	/* cpus= pinned it already */
+	if (rw->w->cpu >= 0 || !rw->u->d->cfg.pin_queues)
+		return;
+	CPU_ZERO(&set);
+	for (unsigned int i = 0; i < rw->nqueues; i++) {
+		unsigned int qid = rw->queues[i].qid;
+
+		if (qid < CPU_SETSIZE && CPU_ISSET(qid, allowed))
+			CPU_SET(qid, &set);
+		for (unsigned int cpu = rw->u->nr_queues; !qid && cpu < CPU_SETSIZE; cpu++) {
+			if (CPU_ISSET(cpu, allowed))
+				CPU_SET(cpu, &set);
+		}
+	}
+	if (!CPU_COUNT(&set)) {
+		/* Queues of CPUs this process may not use (offline, or outside its mask). */
+		ufs_dbg("worker %u: its queues' CPUs are not ours: not pinned", rw->w->id);
+		return;
+	}
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+		ufs_warn("worker %u: cannot pin to its queues' CPUs", rw->w->id);
+	else
+		rw->cpus = set;
+}
+
+void *ring_worker_main(void *arg)
+{
+	struct ring_worker *rw = arg;
+	struct ufs_uring *u = rw->u;
+	enum uring_setup_phase phase = SETUP_BUILDING;
+	int ret;
+
+	rw->thread = pthread_self();
+	ufs_worker_thread_setup(rw->w, "ring");
+	ring_worker_pin_queues(rw);
+	ret = ring_build(rw);
+	setup_report(u, ret);
+	for (;;) {
+		phase = setup_wait_phase(u, phase);
+		if (phase == SETUP_SERVE)
+			break;
+		if (phase == SETUP_ABANDON)
+			goto out_quiet;
+		setup_report(u, ring_register_phase(rw, phase));
+	}
+	ret = ring_serve(rw);
+	ufs_daemon_worker_exited(u->d, ret);
+	return NULL;
+
+out_quiet:
+	/* Set-up did not complete: ufs_uring_start() reports it, not the main loop. */
+	__atomic_fetch_sub(&u->d->workers_running, 1, __ATOMIC_RELEASE);
+	return NULL;
+}

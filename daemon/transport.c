@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Which transport serves the connection, starting it, and stopping it:
+ * io_uring with a /dev/fuse reader beside it, or /dev/fuse alone, and the
+ * copy mode that goes with it.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "copy.h"
+#include "daemon.h"
+#include "dev.h"
+#include "log.h"
+#include "transport.h"
+#include "uring.h"
+
+static int start_dev_workers(struct ufs_daemon *d)
+{
+	for (unsigned int i = 0; i < d->nworkers; i++) {
+		int fd = ufs_dev_clone(d->fuse_fd);
+		int ret;
+
+		if (fd < 0)
+			return fd;
+		__atomic_fetch_add(&d->workers_running, 1, __ATOMIC_RELAXED);
+		ret = ufs_dev_worker_start(&d->workers[i], fd);
+		if (ret) {
+			__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELAXED);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * How copy_file_range will run.  The ring opcode needs the io_uring
+ * transport and a kernel that passes the self-test.  Returns 0, or
+ * -EOPNOTSUPP when copy_file_range=ring cannot be honoured.
+ */
+static int copy_mode_choose(struct ufs_daemon *d, bool ring_transport)
+{
+	const char *why = "the io_uring transport is not in use";
+	bool ring_ok = false;
+	int want = d->cfg.copy_file_range;
+
+	if (ring_transport && (want == UFS_CFR_AUTO || want == UFS_CFR_RING))
+		ring_ok = !ufs_copy_ring_selftest(&why);
+	if (want == UFS_CFR_RING && !ring_ok) {
+		ufs_err("copy_file_range=ring, but %s", why);
+		return -EOPNOTSUPP;
+	}
+	d->fs.copies.mode = ufs_copy_mode_resolve(want, ring_ok);
+	d->cfr_mode = ufs_cfr_mode_name(d->fs.copies.mode);
+	if (ring_transport && !ring_ok)
+		ufs_info("copy_file_range: %s (no ring opcode: %s)", d->cfr_mode, why);
+	else
+		ufs_info("copy_file_range: %s", d->cfr_mode);
+	return 0;
+}
+
+/* The io_uring transport with a /dev/fuse reader beside it, or /dev/fuse alone. */
+int ufs_transport_start(struct ufs_daemon *d)
+{
+	int ret, fd;
+
+	d->queue_mode = "-";
+	d->zero_copy_state = "off";
+	if (d->conn.uring) {
+		/* Decided before the first request can arrive, and again if the ring fails. */
+		ret = copy_mode_choose(d, true);
+		if (ret)
+			return ret;
+		ret = ufs_uring_start(d);
+		if (!ret) {
+			d->transport = UFS_TRANSPORT_URING;
+			fd = ufs_dev_clone(d->fuse_fd);
+			if (fd < 0)
+				return fd;
+			__atomic_fetch_add(&d->workers_running, 1, __ATOMIC_RELAXED);
+			ret = ufs_dev_worker_start(&d->dev_reader, fd);
+			if (ret)
+				__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELAXED);
+			return ret;
+		}
+		if (ret != -EAGAIN || d->cfg.io_uring == UFS_SWITCH_ON ||
+		    d->cfg.zero_copy == UFS_SWITCH_ON)
+			return ret == -EAGAIN ? -EOPNOTSUPP : ret;
+		/* The ring never became ready: the kernel serves the connection over /dev/fuse. */
+		ufs_warn("transport: io_uring=off:setup-failed, serving over /dev/fuse");
+	} else if (d->conn.uring_off_reason) {
+		ufs_info("transport: io_uring=off:%s", d->conn.uring_off_reason);
+	}
+	d->transport = UFS_TRANSPORT_DEV;
+	ret = copy_mode_choose(d, false);
+	if (ret)
+		return ret;
+	return start_dev_workers(d);
+}
+
+/*
+ * Without fusectl, end the connection the other way: the kernel aborts it
+ * when its last /dev/fuse descriptor closes.  Each worker is woken from
+ * its blocking read, sees "stopping", and closes its descriptor.
+ */
+void ufs_transport_force_stop(struct ufs_daemon *d)
+{
+	/* Lock waits and copies reply through the workers: let them finish first. */
+	ufs_wait_idle(&d->fs.waits);
+	ufs_copy_wait_idle(&d->fs.copies);
+	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
+	for (unsigned int i = 0; i < d->nworkers; i++) {
+		if (d->workers[i].started)
+			pthread_kill(d->workers[i].thread, UFS_WORKER_WAKE_SIGNAL);
+	}
+	if (d->dev_reader.started)
+		pthread_kill(d->dev_reader.thread, UFS_WORKER_WAKE_SIGNAL);
+	if (d->uring)
+		ufs_uring_force_stop(d);
+}
+
+void ufs_transport_stop(struct ufs_daemon *d)
+{
+	/* Helper threads reply through the transports: they finish first. */
+	ufs_wait_idle(&d->fs.waits);
+	ufs_copy_wait_idle(&d->fs.copies);
+	for (unsigned int i = 0; i < d->workers_alloc; i++)
+		ufs_copy_lane_free(&d->workers[i]);
+	if (d->uring)
+		ufs_uring_stop(d);
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		ufs_dev_worker_join(&d->workers[i]);
+	ufs_dev_worker_join(&d->dev_reader);
+}
+
+/* Wait for the workers that did start, after the mount was taken away. */
+void ufs_transport_abandon(struct ufs_daemon *d)
+{
+	ufs_unmount(&d->mnt);
+	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {
+		uint64_t v;
+
+		if (read(d->event_fd, &v, sizeof(v)) < 0 && errno != EINTR)
+			break;
+	}
+	ufs_transport_stop(d);
+}
