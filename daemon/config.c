@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The settings table, the value parsers and the ini file reader.
+ * The settings table, the value parsers, the checks across keys and the
+ * printed settings (the ini file reader is config_file.c).
  *
  * Strict by design: an unknown section or key, a malformed or out-of-range
  * value stops start-up with one line naming the place and the problem.  A
@@ -14,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <ini.h>
 
 #include "config.h"
 #include "log.h"
@@ -106,10 +105,7 @@ static const char *const source_names[] = {
 	[UFS_SRC_CMDLINE] = "command line",
 };
 
-static void error_set(struct ufs_config_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void error_set(struct ufs_config_error *err, const char *fmt, ...)
+void ufs_config_error_set(struct ufs_config_error *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -290,7 +286,7 @@ static int set_enum(const struct ufs_opt *o, int *dst, const char *value,
 		}
 	}
 	choices_text(o, list, sizeof(list));
-	error_set(err, "%s=%s: expected one of %s", o->key, value, list);
+	ufs_config_error_set(err, "%s=%s: expected one of %s", o->key, value, list);
 	return -EINVAL;
 }
 
@@ -305,7 +301,7 @@ static int set_name(const struct ufs_opt *o, char *dst, const char *value,
 		return 0;
 	}
 	if (len > NAME_MAX || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, "..")) {
-		error_set(err, "%s=%s: expected a file name (no '/', at most %d bytes) or off",
+		ufs_config_error_set(err, "%s=%s: expected a file name (no '/', at most %d bytes) or off",
 			  o->key, value, NAME_MAX);
 		return -EINVAL;
 	}
@@ -324,7 +320,7 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 	switch (o->type) {
 	case UFS_OPT_BOOL:
 		if (parse_bool(value, &b)) {
-			error_set(err, "%s=%s: expected on or off", o->key, value);
+			ufs_config_error_set(err, "%s=%s: expected on or off", o->key, value);
 			return -EINVAL;
 		}
 		*(bool *)field(cfg, o) = b;
@@ -333,12 +329,12 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 	case UFS_OPT_SIZE:
 		ret = o->type == UFS_OPT_UINT ? parse_uint(value, &n) : parse_size(value, &n);
 		if (ret) {
-			error_set(err, "%s=%s: expected a %s", o->key, value,
+			ufs_config_error_set(err, "%s=%s: expected a %s", o->key, value,
 				  o->type == UFS_OPT_UINT ? "whole number" : "size such as 128K or 1M");
 			return -EINVAL;
 		}
 		if (n < o->min || n > o->max) {
-			error_set(err, "%s=%s: out of range %llu..%llu", o->key, value, o->min,
+			ufs_config_error_set(err, "%s=%s: out of range %llu..%llu", o->key, value, o->min,
 				  o->max);
 			return -EINVAL;
 		}
@@ -346,11 +342,11 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 		return 0;
 	case UFS_OPT_SECONDS:
 		if (parse_seconds(value, &secs)) {
-			error_set(err, "%s=%s: expected seconds such as 1 or 0.5", o->key, value);
+			ufs_config_error_set(err, "%s=%s: expected seconds such as 1 or 0.5", o->key, value);
 			return -EINVAL;
 		}
 		if (secs < o->min || secs > o->max) {
-			error_set(err, "%s=%s: out of range %llu..%llu seconds", o->key, value,
+			ufs_config_error_set(err, "%s=%s: out of range %llu..%llu seconds", o->key, value,
 				  o->min, o->max);
 			return -EINVAL;
 		}
@@ -363,7 +359,7 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 	case UFS_OPT_CPULIST:
 		if (strlen(value) >= sizeof(cfg->cpus) ||
 		    ufs_parse_cpulist(value, &cfg->cpu_set, &cfg->cpu_count)) {
-			error_set(err, "%s=%s: expected a CPU list such as 0-3:6 (CPUs below %d)",
+			ufs_config_error_set(err, "%s=%s: expected a CPU list such as 0-3:6 (CPUs below %d)",
 				  o->key, value, UFS_CPUS_MAX);
 			return -EINVAL;
 		}
@@ -382,13 +378,13 @@ int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
 
 	o = opt_find(key, &index);
 	if (!o) {
-		error_set(err, "unknown key '%s'", key);
+		ufs_config_error_set(err, "unknown key '%s'", key);
 		return -ENOENT;
 	}
 	/* A bare boolean key ("allow_other") means on. */
 	if (!value) {
 		if (o->type != UFS_OPT_BOOL) {
-			error_set(err, "%s: needs a value (%s=...)", key, key);
+			ufs_config_error_set(err, "%s: needs a value (%s=...)", key, key);
 			return -EINVAL;
 		}
 		value = "on";
@@ -417,65 +413,15 @@ void ufs_config_defaults(struct ufs_config *cfg)
 		snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", UFS_DEFAULT_CONFIG);
 }
 
-struct ini_ctx {
-	struct ufs_config *cfg;
-	struct ufs_config_error err;
-	FILE *f;
-	char *line;		/* the physical line being parsed */
-	size_t line_cap;
-	int lineno;		/* its number */
-	int err_line;		/* line of the first error we found, 0: none */
-};
-
-static void ini_error(struct ini_ctx *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* The first error wins: inih goes on parsing after one. */
-static void ini_error(struct ini_ctx *ctx, const char *fmt, ...)
+const char *ufs_config_key_section(const char *key)
 {
-	va_list ap;
+	size_t index;
+	const struct ufs_opt *o = opt_find(key, &index);
 
-	if (ctx->err_line)
-		return;
-	ctx->err_line = ctx->lineno;
-	va_start(ap, fmt);
-	vsnprintf(ctx->err.msg, sizeof(ctx->err.msg), fmt, ap);
-	va_end(ap);
+	return o ? o->section : NULL;
 }
 
-/*
- * inih's own reader (fgets into a buffer of INI_MAX_LINE, 200 bytes in
- * Debian's build) cuts a longer line in pieces and parses each piece as a
- * line of its own: the tail of a long comment would become a setting, and
- * every line number after it would be wrong.  Read whole lines instead, one
- * per call, so inih's line numbers are the file's; refuse a line that does
- * not fit, or holds a NUL byte (inih would ignore what follows it), and stop
- * at the first error.
- */
-static char *config_read_line(char *buf, int size, void *stream)
-{
-	struct ini_ctx *ctx = stream;
-	ssize_t n;
-
-	if (ctx->err_line)
-		return NULL;
-	n = getline(&ctx->line, &ctx->line_cap, ctx->f);
-	if (n < 0)
-		return NULL;
-	ctx->lineno++;
-	if (memchr(ctx->line, '\0', n)) {
-		ini_error(ctx, "NUL byte in the line");
-		return NULL;
-	}
-	if (n >= size) {
-		ini_error(ctx, "line longer than %d bytes", size - 2);
-		return NULL;
-	}
-	memcpy(buf, ctx->line, n + 1);
-	return buf;
-}
-
-static bool section_known(const char *section)
+bool ufs_config_section_known(const char *section)
 {
 	for (size_t i = 0; i < OPT_COUNT; i++) {
 		if (!strcmp(opts[i].section, section))
@@ -484,86 +430,20 @@ static bool section_known(const char *section)
 	return false;
 }
 
-static int config_ini_handler(void *user, const char *section, const char *key, const char *value)
-{
-	struct ini_ctx *ctx = user;
-	struct ufs_config_error err;
-	const struct ufs_opt *o;
-	size_t index;
-
-	if (section[0] && !section_known(section)) {
-		ini_error(ctx, "unknown section [%s]", section);
-		return 0;
-	}
-	o = opt_find(key, &index);
-	if (!o) {
-		ini_error(ctx, "unknown key '%s' in [%s]", key, section);
-		return 0;
-	}
-	if (strcmp(o->section, section)) {
-		ini_error(ctx, "key '%s' belongs in [%s], not [%s]", key, o->section,
-			  section[0] ? section : "(no section)");
-		return 0;
-	}
-	if (!value || !value[0]) {
-		ini_error(ctx, "%s: empty value", key);
-		return 0;
-	}
-	if (ufs_config_set(ctx->cfg, key, value, UFS_SRC_FILE, &err)) {
-		ini_error(ctx, "%s", err.msg);
-		return 0;
-	}
-	return 1;
-}
-
-int ufs_config_load_file(struct ufs_config *cfg, const char *path, struct ufs_config_error *err)
-{
-	struct ini_ctx ctx = { .cfg = cfg };
-	int line;
-
-	ctx.f = fopen(path, "re");
-	if (!ctx.f) {
-		int e = errno;
-
-		error_set(err, "%s: %s", path, strerror(e));
-		return -e;
-	}
-	line = ini_parse_stream(config_read_line, &ctx, config_ini_handler, &ctx);
-	if (line >= 0 && ferror(ctx.f))
-		line = -1;
-	fclose(ctx.f);
-	free(ctx.line);
-	/* inih reports the first error, ours or its own syntax error. */
-	if (line > 0 && (!ctx.err_line || line < ctx.err_line))
-		snprintf(ctx.err.msg, sizeof(ctx.err.msg),
-			 "syntax error (expected [section] or key = value)");
-	else if (ctx.err_line)
-		line = ctx.err_line;
-	if (line > 0) {
-		error_set(err, "%s:%d: %s", path, line, ctx.err.msg);
-		return -EINVAL;
-	}
-	if (line < 0) {
-		error_set(err, "%s: cannot read file", path);
-		return -EIO;
-	}
-	return 0;
-}
-
 int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 {
 	if (cfg->max_write % 4096) {
-		error_set(err, "max_write=%u: must be a multiple of 4096", cfg->max_write);
+		ufs_config_error_set(err, "max_write=%u: must be a multiple of 4096", cfg->max_write);
 		return -EINVAL;
 	}
 	if (cfg->request_timeout && cfg->request_timeout < 15) {
 		/* The kernel checks every 15 s and never times out sooner. */
-		error_set(err, "request_timeout=%u: must be 0 (off) or at least 15 seconds",
+		ufs_config_error_set(err, "request_timeout=%u: must be 0 (off) or at least 15 seconds",
 			  cfg->request_timeout);
 		return -EINVAL;
 	}
 	if (cfg->bufpool_buffers && cfg->bufpool_buffers < cfg->queue_depth) {
-		error_set(err,
+		ufs_config_error_set(err,
 			  "bufpool_buffers=%u: must be 0 (= queue_depth) or at least queue_depth=%u",
 			  cfg->bufpool_buffers, cfg->queue_depth);
 		return -EINVAL;
@@ -574,7 +454,7 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 	 * them.  The kernel's checks are the ones that match the backing modes.
 	 */
 	if (cfg->allow_other && !cfg->default_permissions) {
-		error_set(err, "allow_other with default_permissions=off would let every user act "
+		ufs_config_error_set(err, "allow_other with default_permissions=off would let every user act "
 			       "with the daemon's rights: refused");
 		return -EINVAL;
 	}
@@ -583,7 +463,7 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 	 * whatever is mounted below it, now or later: other users need it to.
 	 */
 	if (cfg->allow_other && (!cfg->posix_acl || !cfg->xattr)) {
-		error_set(err, "allow_other with %s would leave POSIX ACLs unenforced: refused",
+		ufs_config_error_set(err, "allow_other with %s would leave POSIX ACLs unenforced: refused",
 			  !cfg->posix_acl ? "posix_acl=off" : "xattr=off");
 		return -EINVAL;
 	}
@@ -592,18 +472,18 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 	 * SETLKW held longer than the timeout would abort the whole mount.
 	 */
 	if (cfg->request_timeout && (cfg->posix_locks || cfg->flock_locks)) {
-		error_set(err, "request_timeout=%u with %s=on: a lock wait longer than the timeout "
+		ufs_config_error_set(err, "request_timeout=%u with %s=on: a lock wait longer than the timeout "
 			       "would abort the mount; use request_timeout=0 or %s=off",
 			  cfg->request_timeout, cfg->posix_locks ? "posix_locks" : "flock_locks",
 			  cfg->posix_locks ? "posix_locks" : "flock_locks");
 		return -EINVAL;
 	}
 	if (cfg->zero_copy == UFS_SWITCH_ON && cfg->io_uring == UFS_SWITCH_OFF) {
-		error_set(err, "zero_copy=on needs io_uring (io_uring=off given)");
+		ufs_config_error_set(err, "zero_copy=on needs io_uring (io_uring=off given)");
 		return -EINVAL;
 	}
 	if (cfg->copy_file_range == UFS_CFR_RING && cfg->io_uring == UFS_SWITCH_OFF) {
-		error_set(err, "copy_file_range=ring needs io_uring (io_uring=off given)");
+		ufs_config_error_set(err, "copy_file_range=ring needs io_uring (io_uring=off given)");
 		return -EINVAL;
 	}
 	return 0;

@@ -133,6 +133,12 @@ void ufs_config_print(const struct ufs_config *cfg, FILE *out);
 
 /* Name of the key at table index i, or NULL past the end (docs tests). */
 const char *ufs_config_key_at(size_t i);
+/* Sets err->msg (err may be NULL). */
+void ufs_config_error_set(struct ufs_config_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The section key belongs in, or NULL for an unknown key. */
+const char *ufs_config_key_section(const char *key);
+bool ufs_config_section_known(const char *section);
 
 int ufs_parse_cpulist(const char *text, cpu_set_t *set, unsigned int *count);
 const char *ufs_switch_name(int value);

@@ -142,10 +142,12 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 			     struct ufs_inode **out);
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
 void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino);
+size_t ufs_inode_count(struct ufs_fs *fs);
+
+/* confine.c: 0 if inside SOURCE, else -ENOENT */
+int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
-int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
-size_t ufs_inode_count(struct ufs_fs *fs);
 
 /* handle.c: the fh table */
 int ufs_file_table_init(struct ufs_fs *fs);

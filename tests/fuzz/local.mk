@@ -45,7 +45,7 @@ fuzz_headers = \
 	$(FUZZ_DAEMON)/req.h \
 	$(FUZZ_DAEMON)/session.h
 fuzz_decode_daemon = $(FUZZ_DAEMON)/decode.c
-fuzz_config_daemon = $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c
+fuzz_config_daemon = $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/config_file.c $(FUZZ_DAEMON)/log.c
 fuzz_mountopts_daemon = $(FUZZ_DAEMON)/mount.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c
 fuzz_init_daemon = $(FUZZ_DAEMON)/session.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c
 fuzz_gen_daemon = $(FUZZ_DAEMON)/decode.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * SOURCE's boundary: whether what a descriptor names is still inside it
+ * (the confinement rules are in fs.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+
+/*
+ * The slow way, for paths longer than PATH_MAX: walk ".." from fd until
+ * SOURCE's root (inside) or the file system root (outside).
+ */
+static int check_beneath_walk(struct ufs_fs *fs, int fd)
+{
+	struct stat st, up_st;
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
+
+	for (int depth = 0; cur >= 0 && depth < 65536; depth++) {
+		int up;
+
+		if (fstat(cur, &st)) {
+			ret = -errno;
+			break;
+		}
+		if (st.st_dev == fs->root->dev && st.st_ino == fs->root->ino) {
+			ret = 0;
+			break;
+		}
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &up_st) ||
+		    (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)) {
+			if (up >= 0)
+				close(up);
+			break;	/* reached / without meeting SOURCE */
+		}
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return ret;
+}
+
+/*
+ * Is the object behind fd inside SOURCE?  A directory renamed out of SOURCE
+ * on the backing file system keeps its descriptor, so a lookup through it
+ * would reach outside.  The kernel's own spelling of the descriptor's path
+ * (/proc/self/fd/N) tells where it is now.  Returns 0 or -ENOENT.
+ */
+int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
+{
+	char name[32], path[PATH_MAX];
+	ssize_t n;
+
+	if (fs->root_path_len == 1)
+		return 0;	/* SOURCE is / */
+	snprintf(name, sizeof(name), "%d", fd);
+	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
+	if (n < 0 && errno == ENAMETOOLONG)
+		return check_beneath_walk(fs, fd);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&
+	    ((size_t)n == fs->root_path_len || path[fs->root_path_len] == '/'))
+		return 0;
+	ufs_log_once(UFS_LOG_WARN, "refused to reach outside the source directory: %.*s was moved out of it",
+		     (int)n, path);
+	return -ENOENT;
+}
+
+int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (inode == fs->root || inode->control)
+		return 0;
+	return ufs_check_beneath_fd(fs, inode->fd);
+}
+
+/*
+ * A directory moved out of SOURCE stays out of reach through descriptors the
+ * clients hold on it: its listing, attributes and extended attributes too,
+ * not only the names in it.  Files keep working, as open files would
+ * locally wherever they are moved.
+ */
+int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	return inode->type == S_IFDIR ? ufs_inode_check_beneath(fs, inode) : 0;
+}
