@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe-util.h"
+
 #define COPY_SIZE (16u << 20)
 
 struct copier {
@@ -33,32 +35,6 @@ struct copier {
 };
 
 static volatile int copies_running;
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int make_file(const char *path, size_t size)
-{
-	static char buf[1 << 20];
-	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-
-	if (fd < 0)
-		return -1;
-	memset(buf, 'c', sizeof(buf));
-	for (size_t done = 0; done < size; done += sizeof(buf)) {
-		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
-			close(fd);
-			return -1;
-		}
-	}
-	fsync(fd);
-	return close(fd);
-}
 
 static void *copy_main(void *arg)
 {
@@ -110,13 +86,6 @@ static int probe_once(const char *probe_path)
 	return close(fd);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	int ncopies = argc > 2 ? atoi(argv[2]) : 30;
@@ -132,7 +101,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/cfr-src", argv[1]);
 	snprintf(probe_path, sizeof(probe_path), "%s/cfr-probe", argv[1]);
-	if (make_file(path, COPY_SIZE) || make_file(probe_path, 1 << 20)) {
+	if (make_file(path, COPY_SIZE, 'c') || make_file(probe_path, 1 << 20, 'c')) {
 		perror("cfr-probe: setting up");
 		return 1;
 	}

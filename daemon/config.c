@@ -62,7 +62,7 @@ static const struct ufs_opt opts[] = {
 	OPT("workers", "workers", UFS_OPT_UINT, workers, 0, 256, NULL, "0"),
 	OPT("cpus", "workers", UFS_OPT_CPULIST, cpus, 0, 0, NULL, ""),
 	BOOL("pin_queues", "workers", pin_queues, "on"),
-	OPT("queue_depth", "workers", UFS_OPT_UINT, queue_depth, 1, 1024, NULL, "16"),
+	OPT("queue_depth", "workers", UFS_OPT_UINT, queue_depth, 1, 1024, NULL, "128"),
 	ENUM("io_uring", "workers", io_uring, switch_names, "auto"),
 	ENUM("zero_copy", "workers", zero_copy, switch_names, "auto"),
 	OPT("bufpool_buffers", "workers", UFS_OPT_UINT, bufpool_buffers, 0, 4096, NULL, "0"),

@@ -30,7 +30,18 @@
  * 100 ms), so a worker runs one copy at a time on its ring, as thread mode
  * runs one helper per worker; the others wait in its lane, where an
  * INTERRUPT takes them out with EINTR.
+ *
+ * A copy waiting its turn still holds its transport's memory for the
+ * request: a ring entry, a /dev/fuse request slot.  So a lane keeps at most
+ * COPY_LANE_MAX copies, and over io_uring a copy must get a hold on its
+ * entry (xops->hold), which leaves every queue entries for the other
+ * requests.  A copy refused either goes back to the kernel: EOPNOTSUPP
+ * makes fuse_copy_file_range() copy by itself, through READ and WRITE
+ * requests, which never wait long (fs/fuse/file.c, splice_copy_file_range).
+ * Nothing then holds up the other requests of the mount, whatever the
+ * number of copying processes, and the bytes are the same.
  */
+#define COPY_LANE_MAX 256
 
 enum copy_how {
 	COPY_SYNC,		/* chunks on the worker */
@@ -70,6 +81,7 @@ struct ufs_copy_lane {
 	pthread_cond_t cond;			/* the helper waits for a copy */
 	struct ufs_copy_job *head, *tail;	/* COPY_QUEUED, oldest first */
 	struct ufs_copy_job *running;		/* COPY_RUNNING, or NULL */
+	unsigned int njobs;			/* admitted and not ended: at most COPY_LANE_MAX */
 	bool helper_started;			/* thread mode: helper is running */
 	pthread_t helper;
 	bool stop;				/* the helper leaves */
@@ -159,6 +171,7 @@ static void copy_end(struct ufs_copy_job *job)
 
 	if (lane) {
 		pthread_mutex_lock(&lane->lock);
+		lane->njobs--;
 		if (lane->running == job)
 			lane->running = NULL;
 		if (job->state != COPY_ENDED)	/* a dequeued one ended already */
@@ -327,6 +340,36 @@ void ufs_copy_lane_free(struct ufs_worker *w)
 
 /* ---- the way in ---- */
 
+static void lane_unadmit(struct ufs_copy_lane *lane)
+{
+	pthread_mutex_lock(&lane->lock);
+	lane->njobs--;
+	pthread_mutex_unlock(&lane->lock);
+}
+
+/* Room in the lane, and a hold on the transport's entry: else the kernel copies. */
+static bool lane_admit(struct ufs_copy_lane *lane, struct ufs_req *req)
+{
+	bool room;
+
+	pthread_mutex_lock(&lane->lock);
+	room = lane->njobs < COPY_LANE_MAX;
+	if (room)
+		lane->njobs++;
+	pthread_mutex_unlock(&lane->lock);
+	if (!room) {
+		ufs_log_once(UFS_LOG_INFO, "copy_file_range: %u copies wait on worker %u: the next "
+			     "ones are copied by the kernel, through READ and WRITE", COPY_LANE_MAX,
+			     lane->w->id);
+		return false;
+	}
+	if (req->xops->hold && req->xops->hold(req)) {
+		lane_unadmit(lane);
+		return false;
+	}
+	return true;
+}
+
 /* How this request's copy runs: the ring only through a transport that can stop it. */
 static enum copy_how copy_how_choose(const struct ufs_copies *c, const struct ufs_req *req)
 {
@@ -364,11 +407,25 @@ static void count_start(struct ufs_req *req, enum copy_how how)
 
 void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 {
-	struct ufs_copy_job *job = calloc(1, sizeof(*job));
+	enum copy_how how = copy_how_choose(c, req);
 	struct ufs_copy_lane *lane = NULL;
+	struct ufs_copy_job *job;
 	bool on_ring;
 
+	if (how != COPY_SYNC) {
+		lane = lane_get(req->worker, how == COPY_ON_THREAD);
+		if (!lane)
+			how = COPY_SYNC;	/* no lane or helper could start */
+	}
+	if (lane && !lane_admit(lane, req)) {
+		ufs_stat_add(&req->worker->stats.cfr_fallback, 1);
+		req->io.done(req, -EOPNOTSUPP);
+		return;
+	}
+	job = calloc(1, sizeof(*job));
 	if (!job) {
+		if (lane)
+			lane_unadmit(lane);
 		req->io.done(req, -ENOMEM);
 		return;
 	}
@@ -376,29 +433,25 @@ void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 		.copies = c,
 		.req = req,
 		.unique = req->in->unique,
-		.how = copy_how_choose(c, req),
+		.how = how,
 		.off = req->io.off,
 		.off_in = req->io.off_in,
 		.len = req->io.len,
 		.reply = req->io.done,
+		.lane = lane,
 	};
 	req->copy = job;
-	if (job->how != COPY_SYNC)
-		lane = lane_get(req->worker, job->how == COPY_ON_THREAD);
-	if (!lane)
-		job->how = COPY_SYNC;	/* sync by choice, or no lane or helper could start */
-	job->lane = lane;
-	count_start(req, job->how);
+	count_start(req, how);
 	__atomic_fetch_add(&c->active, 1, __ATOMIC_RELAXED);
 	job_track(c, job);
-	if (job->how == COPY_SYNC) {
+	if (how == COPY_SYNC) {
 		if (!job->cancel)
 			copy_run_calls(job);
 		copy_end(job);
 		return;
 	}
 	/* Once queued the job is the lane's: a helper may end it before this returns. */
-	on_ring = job->how == COPY_ON_RING;
+	on_ring = how == COPY_ON_RING;
 	pthread_mutex_lock(&lane->lock);
 	job_set_state(job, COPY_QUEUED);
 	if (lane->tail)

@@ -22,6 +22,16 @@
  */
 #define RING_RESERVE 2
 
+/*
+ * Entries of a queue that requests waiting long (lock waits, copies) may
+ * never take, so that every other request of that CPU finds one at once
+ * (ring_hold): an eighth of queue_depth, at least one.
+ */
+static inline unsigned int ring_free_reserve(unsigned int depth)
+{
+	return depth / 8 ? depth / 8 : 1;
+}
+
 /* user_data: a pointer (8-byte aligned) with what it points to in the low bits. */
 enum ring_tag {
 	RING_TAG_ENT = 0,	/* struct ring_ent: a FUSE command completed */
@@ -85,7 +95,8 @@ struct ring_queue {
 	bool zero_copy;				/* added with FUSE_URING_ZERO_COPY */
 	struct ring_queue *owner_q;		/* the owner's share, which counts holds */
 	unsigned int total_ents;		/* the queue's entries over all shares */
-	int held;				/* owner only: entries held by waits; atomic */
+	unsigned int hold_max;			/* of them, what long waits and copies may hold */
+	int held;				/* owner only: entries held by them; atomic */
 };
 
 struct ring_worker {

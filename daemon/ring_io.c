@@ -137,7 +137,7 @@ void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c)
 		struct ring_cancel *next = c->next;
 		struct ring_ent *ent = ring_req_to_ent(c->req);
 
-		if (ent->state == RING_ENT_SERVING &&
+		if ((ent->state == RING_ENT_SERVING || ent->state == RING_ENT_HELD) &&
 		    ((struct fuse_in_header *)ent->hdr->in_out)->unique == c->unique) {
 			struct io_uring_sqe *sqe = ring_get_sqe(rw);
 

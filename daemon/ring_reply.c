@@ -42,22 +42,26 @@ void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t
 }
 
 /*
- * A request on ent will hold it for a long time (a lock wait).  The kernel
- * gives a queue's requests only to its idle entries, so if waits held them
- * all, the process that would end the waits could never be served.  Keep
- * one entry of every queue free: a wait that would take the last one fails
- * with ENOLCK.  The hold ends with the request's commit.
+ * A request on ent will hold it for a long time (a lock wait, an open
+ * behind a lease, a copy).  The kernel gives a queue's requests only to its
+ * idle entries, in order, so if slow requests held them all, every other
+ * request of that CPU would wait behind them: the copy seed's probe once
+ * waited 7 s behind 60 copies.  So slow requests may hold hold_max entries
+ * of a queue and the rest stay free (ring_free_reserve); a hold beyond
+ * fails, and the caller answers otherwise (ENOLCK for a lock wait, the
+ * kernel's own copy for a copy: copy.c).  The hold ends with the commit.
  */
 static int ring_hold(struct ufs_req *req)
 {
 	struct ring_ent *ent = ring_req_to_ent(req);
 	struct ring_queue *q = ent->q->owner_q;
 
-	if (__atomic_add_fetch(&q->held, 1, __ATOMIC_RELAXED) >= (int)q->total_ents) {
+	if (__atomic_add_fetch(&q->held, 1, __ATOMIC_RELAXED) > (int)q->hold_max) {
 		__atomic_sub_fetch(&q->held, 1, __ATOMIC_RELAXED);
-		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u: every entry but one holds a long wait "
-			     "(a lock, an open behind a lease): the next answers ENOLCK "
-			     "(raise queue_depth)", q->qid);
+		ufs_log_once(UFS_LOG_WARN, "io_uring: qid=%u: %u entries hold long waits and "
+			     "copies, the rest are kept for other requests: the next lock wait "
+			     "answers ENOLCK, the next copy is the kernel's (raise queue_depth)",
+			     q->qid, q->hold_max);
 		return -ENOLCK;
 	}
 	ring_ent_set(ent, RING_ENT_HELD);

@@ -124,6 +124,7 @@ int uring_assign_queues(struct ufs_uring *u)
 			q->owner = nth == 0;
 			q->owner_q = q;
 			q->total_ents = u->depth + RING_RESERVE;
+			q->hold_max = q->total_ents - ring_free_reserve(u->depth);
 			/* The owner takes the reserve entries. */
 			q->nents = u->depth / sharers + (nth < u->depth % sharers) +
 				   (q->owner ? RING_RESERVE : 0);
@@ -208,9 +209,11 @@ static int ring_create(struct ring_worker *rw, unsigned int entries)
 	return 0;
 }
 
+/* Memory that costs nothing until touched: most entries' payloads never are. */
 static void *map_anon(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }

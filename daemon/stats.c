@@ -94,6 +94,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "cfr_sync", total.cfr_sync);
 	put_u64(f, "cfr_cancelled", total.cfr_cancelled);
 	put_u64(f, "cfr_bytes", total.cfr_bytes);
+	put_u64(f, "cfr_fallback", total.cfr_fallback);
 	put_u64(f, "inodes", ufs_inode_count(&d->fs));
 	for (unsigned int op = 1; op < UFS_OPCODE_MAX; op++)
 		put_op(f, op, total.requests[op]);

@@ -27,6 +27,7 @@ struct ufs_stats {
 	uint64_t bounce_reads, bounce_writes;
 	uint64_t copied_reads, copied_writes;
 	uint64_t cfr_ring, cfr_thread, cfr_sync, cfr_cancelled, cfr_bytes;
+	uint64_t cfr_fallback;			/* copies handed back to the kernel (copy.c) */
 	uint64_t fallbacks;
 };
 

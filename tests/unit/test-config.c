@@ -34,7 +34,7 @@ static void test_defaults(void)
 
 	ufs_config_defaults(&cfg);
 	is_int(cfg.workers, 0, "workers defaults to 0 (online CPUs)");
-	is_int(cfg.queue_depth, 16, "queue_depth defaults to 16");
+	is_int(cfg.queue_depth, 128, "queue_depth defaults to 128");
 	is_int(cfg.io_uring, UFS_SWITCH_AUTO, "io_uring defaults to auto");
 	is_int(cfg.zero_copy, UFS_SWITCH_AUTO, "zero_copy defaults to auto");
 	is_int(cfg.max_write, 1 << 20, "max_write defaults to 1M");

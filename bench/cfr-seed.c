@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The copy_file_range seed's own model: COPIES processes, each copying a
+ * 16 MiB file with one copy_file_range(2) call after another (a single
+ * call per copy, as a naive caller makes it), while a probe process times
+ * statx(AT_STATX_FORCE_SYNC) of another file: exactly one GETATTR round
+ * trip through a FUSE mount.  The probe's waits are what a copy must not
+ * hold up.
+ *
+ *   cfr-seed DIR COPIES SECONDS
+ *
+ * Prints one line: probes, p50/p90/p99/max of the probe in microseconds,
+ * the copy calls made, how many returned short, how many failed, and how
+ * many copies did not hold the source's bytes: when the time is up every
+ * copier finishes the call it is in and compares its copy with the
+ * source.  With COPIES 0 it measures the probe alone: the floor.
+ * tests/mount/t_copy.py runs it too.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe-util.h"
+
+#define COPY_SIZE (16u << 20)
+#define MAX_PROBES 2000000
+
+/* What the copiers report, in memory shared with them. */
+struct tally {
+	long calls, short_calls, failed_calls, bad_copies;
+	int first_errno;
+	_Atomic bool stop;		/* the time is up: finish the call, then check */
+};
+
+/* Whether the first len bytes of out are those of in. */
+static bool same_bytes(int fi, int fo, size_t len)
+{
+	static char a[1 << 20], b[1 << 20];
+
+	for (size_t off = 0; off < len; off += sizeof(a)) {
+		size_t n = len - off < sizeof(a) ? len - off : sizeof(a);
+
+		if (pread(fi, a, n, off) != (ssize_t)n || pread(fo, b, n, off) != (ssize_t)n ||
+		    memcmp(a, b, n))
+			return false;
+	}
+	return true;
+}
+
+/* A copier: one single-call 16 MiB copy after another, until told to stop. */
+static void copier(const char *dir, int id, struct tally *t)
+{
+	char in[4096], out[4096];
+	ssize_t last = 0;
+	int fi, fo;
+
+	snprintf(in, sizeof(in), "%s/seed-src", dir);
+	snprintf(out, sizeof(out), "%s/seed-dst-%d", dir, id);
+	fi = open(in, O_RDONLY);
+	fo = open(out, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	if (fi < 0 || fo < 0) {
+		__atomic_fetch_add(&t->failed_calls, 1, __ATOMIC_RELAXED);
+		_exit(1);
+	}
+	while (!t->stop) {
+		loff_t oi = 0, oo = 0;
+		ssize_t n = copy_file_range(fi, &oi, fo, &oo, COPY_SIZE, 0);
+
+		__atomic_fetch_add(&t->calls, 1, __ATOMIC_RELAXED);
+		if (n < 0) {
+			if (!__atomic_fetch_add(&t->failed_calls, 1, __ATOMIC_RELAXED))
+				t->first_errno = errno;
+		} else if (n < (ssize_t)COPY_SIZE) {
+			__atomic_fetch_add(&t->short_calls, 1, __ATOMIC_RELAXED);
+		}
+		if (n > 0)
+			last = n;
+	}
+	if (last && !same_bytes(fi, fo, last))
+		__atomic_fetch_add(&t->bad_copies, 1, __ATOMIC_RELAXED);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	int ncopies = argc > 2 ? atoi(argv[2]) : 30;
+	double seconds = argc > 3 ? atof(argv[3]) : 3;
+	char src[4096], probe[4096];
+	struct tally *t;
+	double *waits, end;
+	pid_t *pids;
+	long n = 0;
+
+	if (argc < 2 || ncopies < 0 || seconds <= 0) {
+		fprintf(stderr, "usage: cfr-seed DIR COPIES SECONDS\n");
+		return 2;
+	}
+	snprintf(src, sizeof(src), "%s/seed-src", argv[1]);
+	snprintf(probe, sizeof(probe), "%s/seed-probe", argv[1]);
+	if (make_file(src, COPY_SIZE, 's') || make_file(probe, 4096, 's')) {
+		perror("cfr-seed: setting up");
+		return 1;
+	}
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	waits = calloc(MAX_PROBES, sizeof(*waits));
+	pids = calloc(ncopies ? ncopies : 1, sizeof(*pids));
+	if (t == MAP_FAILED || !waits || !pids) {
+		perror("cfr-seed");
+		return 1;
+	}
+	for (int i = 0; i < ncopies; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0) {
+			perror("cfr-seed: fork");
+			return 1;
+		}
+		if (!pids[i])
+			copier(argv[1], i, t);
+	}
+	/* Let every copier reach its first call before timing the probe. */
+	if (ncopies)
+		usleep(200000);
+	end = now_us() + seconds * 1e6;
+	while (n < MAX_PROBES && now_us() < end) {
+		struct statx stx;
+		double start = now_us();
+
+		if (statx(AT_FDCWD, probe, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &stx)) {
+			perror("cfr-seed: probe");
+			return 1;
+		}
+		waits[n++] = now_us() - start;
+	}
+	t->stop = true;
+	for (int i = 0; i < ncopies; i++)
+		waitpid(pids[i], NULL, 0);
+	qsort(waits, n, sizeof(*waits), cmp_double);
+	printf("probes=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f calls=%ld short=%ld "
+	       "failed=%ld bad=%ld\n",
+	       n, waits[n / 2], waits[n * 9 / 10], waits[n * 99 / 100], waits[n - 1], t->calls,
+	       t->short_calls, t->failed_calls, t->bad_copies);
+	if (t->failed_calls)
+		fprintf(stderr, "cfr-seed: %ld copy calls failed, the first with %s\n",
+			t->failed_calls, strerror(t->first_errno));
+	for (int i = 0; i < ncopies; i++) {
+		char out[4096];
+
+		snprintf(out, sizeof(out), "%s/seed-dst-%d", argv[1], i);
+		unlink(out);
+	}
+	unlink(src);
+	unlink(probe);
+	return 0;
+}
