@@ -91,7 +91,7 @@ struct ufs_copy_lane {
 static void job_set_state(struct ufs_copy_job *job, enum copy_state to)
 {
 	static const unsigned int next[] = {
-		[COPY_NEW] = 1u << COPY_QUEUED,
+		[COPY_NEW] = 1u << COPY_QUEUED | 1u << COPY_ENDED,
 		[COPY_QUEUED] = 1u << COPY_RUNNING | 1u << COPY_ENDED,
 		[COPY_RUNNING] = 1u << COPY_ENDED,
 		[COPY_ENDED] = 0,
@@ -412,6 +412,7 @@ void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 	struct ufs_copy_job *job;
 	bool on_ring;
 
+	ufs_debug_pause("copy_start");
 	if (how != COPY_SYNC) {
 		lane = lane_get(req->worker, how == COPY_ON_THREAD);
 		if (!lane)
@@ -453,6 +454,16 @@ void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 	/* Once queued the job is the lane's: a helper may end it before this returns. */
 	on_ring = how == COPY_ON_RING;
 	pthread_mutex_lock(&lane->lock);
+	/*
+	 * Interrupted before it got here (the INTERRUPT came first, or found it
+	 * registered but not queued: ufs_copy_interrupt sets cancel under this
+	 * lock): EINTR now, not after the copy running in the lane.
+	 */
+	if (job->cancel) {
+		pthread_mutex_unlock(&lane->lock);
+		copy_end(job);
+		return;
+	}
 	job_set_state(job, COPY_QUEUED);
 	if (lane->tail)
 		lane->tail->queue_next = job;
@@ -487,11 +498,12 @@ static bool lane_dequeue(struct ufs_copy_lane *lane, struct ufs_copy_job *job)
 bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique)
 {
 	struct ufs_copy_job *job;
-	bool dequeued = false;
+	bool dequeued = false, found;
 
 	pthread_mutex_lock(&c->lock);
 	for (job = c->jobs; job && job->unique != unique; job = job->next)
 		;
+	found = job != NULL;
 	if (job && job->lane) {
 		struct ufs_copy_lane *lane = job->lane;
 
@@ -514,7 +526,7 @@ bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique)
 	pthread_mutex_unlock(&c->lock);
 	if (dequeued)
 		copy_end(job);	/* never started: EINTR */
-	return job != NULL;
+	return found;
 }
 
 void ufs_copy_interrupt_all(struct ufs_copies *c)

@@ -64,7 +64,10 @@ bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique);
 void ufs_copy_interrupt_all(struct ufs_copies *c);
 void ufs_copy_wait_idle(struct ufs_copies *c);
 
-/* Free a worker's lane and stop its helper thread (after its transport stopped). */
+/*
+ * Free a worker's lane and stop its helper thread, once every copy has
+ * replied (ufs_copy_wait_idle) and the worker serves no more requests.
+ */
 void ufs_copy_lane_free(struct ufs_worker *w);
 
 /* copy_probe.c: the mode to use; ring only when ring_ok (the transport can and the self-test passed). */

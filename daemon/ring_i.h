@@ -102,7 +102,13 @@ struct ring_queue {
 struct ring_worker {
 	struct ufs_worker *w;			/* back pointer */
 	struct ufs_uring *u;			/* back pointer */
-	pthread_t thread;			/* the one that submits on ring, set first thing */
+	/*
+	 * The one thread that submits on ring, set first thing in
+	 * ring_worker_main: before its entries are registered, so before any
+	 * request of this ring reaches another thread, which may read it
+	 * without a lock (ring_reply).
+	 */
+	pthread_t thread;
 	struct io_uring ring;
 	bool ring_ok;
 	cpu_set_t cpus;				/* where it is pinned; empty: not pinned */
@@ -222,12 +228,12 @@ int ring_build(struct ring_worker *rw);
 /* ring_register.c */
 int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase);
 int uring_force_dev_fallback(int fuse_fd);
-void setup_report(struct ufs_uring *u, int error);
-enum uring_setup_phase setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done);
-void setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want);
-unsigned int started_workers(struct ufs_uring *u);
-void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase);
-int setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase);
+void uring_setup_report(struct ufs_uring *u, int error);
+enum uring_setup_phase uring_setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done);
+void uring_setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want);
+unsigned int uring_started_workers(struct ufs_uring *u);
+void uring_setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase);
+int uring_setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase);
 
 /* ring_serve.c */
 void *ring_worker_main(void *arg);

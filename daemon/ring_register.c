@@ -132,7 +132,7 @@ int uring_force_dev_fallback(int fuse_fd)
 	return ret;
 }
 
-void setup_report(struct ufs_uring *u, int error)
+void uring_setup_report(struct ufs_uring *u, int error)
 {
 	pthread_mutex_lock(&u->lock);
 	if (error && !u->error)
@@ -143,7 +143,7 @@ void setup_report(struct ufs_uring *u, int error)
 }
 
 /* Wait for the phase after done; every worker reports each phase it was given. */
-enum uring_setup_phase setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done)
+enum uring_setup_phase uring_setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done)
 {
 	enum uring_setup_phase phase;
 
@@ -156,7 +156,7 @@ enum uring_setup_phase setup_wait_phase(struct ufs_uring *u, enum uring_setup_ph
 }
 
 /* Wait until count reaches the number of started workers. */
-void setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want)
+void uring_setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want)
 {
 	pthread_mutex_lock(&u->lock);
 	while (*count < want)
@@ -164,7 +164,7 @@ void setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int wan
 	pthread_mutex_unlock(&u->lock);
 }
 
-unsigned int started_workers(struct ufs_uring *u)
+unsigned int uring_started_workers(struct ufs_uring *u)
 {
 	unsigned int n = 0;
 
@@ -173,7 +173,7 @@ unsigned int started_workers(struct ufs_uring *u)
 	return n;
 }
 
-void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase)
+void uring_setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase)
 {
 	pthread_mutex_lock(&u->lock);
 	u->phase = phase;
@@ -182,9 +182,9 @@ void setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase)
 }
 
 /* Move every worker to phase and wait for their reports; returns the first error. */
-int setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase)
+int uring_setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase)
 {
-	unsigned int workers = started_workers(u);
+	unsigned int workers = uring_started_workers(u);
 	int error;
 
 	pthread_mutex_lock(&u->lock);

@@ -235,14 +235,14 @@ void *ring_worker_main(void *arg)
 	ufs_worker_thread_setup(rw->w, "ring");
 	ring_worker_pin_queues(rw);
 	ret = ring_build(rw);
-	setup_report(u, ret);
+	uring_setup_report(u, ret);
 	for (;;) {
-		phase = setup_wait_phase(u, phase);
+		phase = uring_setup_wait_phase(u, phase);
 		if (phase == SETUP_SERVE)
 			break;
 		if (phase == SETUP_ABANDON)
 			goto out_quiet;
-		setup_report(u, ring_register_phase(rw, phase));
+		uring_setup_report(u, ring_register_phase(rw, phase));
 	}
 	ret = ring_serve(rw);
 	ufs_daemon_worker_exited(u->d, ret);

@@ -52,7 +52,7 @@ static int copy_mode_choose(struct ufs_daemon *d, bool ring_transport)
 	}
 	d->fs.copies.mode = ufs_copy_mode_resolve(want, ring_ok);
 	d->cfr_mode = ufs_cfr_mode_name(d->fs.copies.mode);
-	if (ring_transport && !ring_ok)
+	if (ring_transport && !ring_ok && want == UFS_CFR_AUTO)
 		ufs_info("copy_file_range: %s (no ring opcode: %s)", d->cfr_mode, why);
 	else
 		ufs_info("copy_file_range: %s", d->cfr_mode);

@@ -115,7 +115,7 @@ static int uring_abandon(struct ufs_uring *u)
 {
 	int ret;
 
-	setup_set_phase(u, SETUP_ABANDON);
+	uring_setup_set_phase(u, SETUP_ABANDON);
 	uring_join(u);
 	ret = uring_force_dev_fallback(u->d->fuse_fd);
 	if (ret)
@@ -152,7 +152,7 @@ int ufs_uring_start(struct ufs_daemon *d)
 	ret = uring_assign_queues(u);
 	if (!ret)
 		ret = uring_spawn(u);
-	setup_wait_count(u, &u->reported, started_workers(u));
+	uring_setup_wait_count(u, &u->reported, uring_started_workers(u));
 	if (!ret && !u->error) {
 		uring_share_queues(u);
 		ret = uring_zero_copy_state(u);
@@ -162,22 +162,22 @@ int ufs_uring_start(struct ufs_daemon *d)
 
 	/* Requests may flow as soon as the key queue registers: describe the transport first. */
 	describe_transport(d, u, true);
-	if (setup_run_phase(u, SETUP_REGISTER_MOST) || setup_run_phase(u, SETUP_REGISTER_KEY)) {
+	if (uring_setup_run_phase(u, SETUP_REGISTER_MOST) || uring_setup_run_phase(u, SETUP_REGISTER_KEY)) {
 		/* The ring never became ready: the kernel can still serve /dev/fuse. */
 		describe_transport(d, u, false);
 		return uring_abandon(u);
 	}
-	ret = setup_run_phase(u, SETUP_REGISTER_REST);
+	ret = uring_setup_run_phase(u, SETUP_REGISTER_REST);
 	if (ret) {
 		ufs_err("io_uring: a REGISTER failed on the ready ring (%s): the connection "
 			"cannot be served and must end", strerror(-ret));
-		setup_set_phase(u, SETUP_ABANDON);
+		uring_setup_set_phase(u, SETUP_ABANDON);
 		uring_join(u);
 		uring_free(u);
 		describe_transport(d, u, false);
 		return -EIO;
 	}
-	setup_set_phase(u, SETUP_SERVE);
+	uring_setup_set_phase(u, SETUP_SERVE);
 	d->uring = u;
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
 		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE, d->queue_mode,

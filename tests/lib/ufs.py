@@ -1046,6 +1046,33 @@ def diag(text):
     sys.stdout.flush()
 
 
+def crowd_size():
+    """How many copying or waiting processes the crowd cases run: the seed's
+    120, or 30 in the 7.3 guest, whose 2 GiB hold neither 120 copies of
+    16 MiB on tmpfs nor 120 forks of this harness."""
+    return 30 if os.environ.get('UFS_VM_GUEST') else 120
+
+
+def probe(mnt, copies, seconds):
+    """bench/cfr-seed.c: COPIES single-call 16 MiB copies in mnt while a probe
+    times statx(AT_STATX_FORCE_SYNC) for SECONDS; its result as a dict of ints."""
+    tool = c_helper('../../bench/cfr-seed.c')
+    r = subprocess.run([tool, mnt, str(copies), str(seconds)], capture_output=True, text=True,
+                       timeout=120 + 10 * seconds)
+    if r.returncode != 0:
+        raise AssertionError(f'cfr-seed {copies} copies: status {r.returncode}: '
+                             f'{r.stderr.strip()}')
+    return {k: int(v) for k, v in (kv.split('=') for kv in r.stdout.split())}
+
+
+def probe_limit_us(mnt):
+    """The worst probe wait a crowd case allows: 200 ms against a floor
+    (the probe alone, p50) of 50 us, and as many times the floor where the
+    machine is slower than that (an emulated guest)."""
+    floor = probe(mnt, 0, 1)['p50_us']
+    return 200_000 * max(1, floor / 50)
+
+
 def drop_caches(what=2):
     """echo WHAT > /proc/sys/vm/drop_caches (2: dentries and inodes, so the
     kernel sends FORGET for what it no longer caches; 1: page cache; 3: both)."""
