@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <liburing.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ struct cfr_case {
 	uint32_t len;
 	uint32_t flags;
 	int64_t want; /* expected result; ANY: only parity */
+	bool up_to;   /* want is a bound: each side may copy less (at least 1) */
 };
 
 #define ANY INT64_MIN
@@ -309,6 +311,20 @@ static char *slurp(const char *path, size_t *size)
 	return buf;
 }
 
+/* The first n bytes of a and b are the same. */
+static int same_prefix(const char *a, const char *b, size_t n)
+{
+	size_t na, nb;
+	char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+	int same = na >= n && nb >= n && !memcmp(ba, bb, n);
+
+	if (!same)
+		printf("#   the first %zu bytes differ\n", n);
+	free(ba);
+	free(bb);
+	return same;
+}
+
 static int same_contents(const char *a, const char *b)
 {
 	size_t na, nb;
@@ -344,6 +360,16 @@ static void run_case(struct io_uring *ring, const struct cfr_case *c)
 	r_out = position(r.out);
 	s_out = position(s.out);
 
+	if (c->up_to) {
+		/*
+		 * copy_file_range(2) may copy less than it could (the splice
+		 * fallback stops at a short read): each side's count is its
+		 * own, and its bytes must be the source's.
+		 */
+		pass = rres > 0 && sres > 0 && rres <= c->want && sres <= c->want &&
+		       same_prefix(r.dst, r.src, rres) && same_prefix(s.dst, s.src, sres);
+		goto report;
+	}
 	pass = rres == sres && (c->want == ANY || rres == c->want) && r_in == s_in &&
 	       r_out == s_out;
 	if (pass && c->off_in == -1 && rres > 0)
@@ -352,6 +378,7 @@ static void run_case(struct io_uring *ring, const struct cfr_case *c)
 		pass = r_out == c->pos_out + rres;
 	if (pass)
 		pass = same_contents(r.dst, s.dst) && same_contents(r.src, s.src);
+report:
 	t_ok(pass, __FILE__, __LINE__, "%s: ring %lld, syscall %lld", c->name, (long long)rres,
 	     (long long)sres);
 	if (!pass) {
@@ -376,7 +403,7 @@ static const struct cfr_case cases[] = {
 	{ "at the source's EOF", SETUP_FILES, 0, 0, SRC_SIZE, 0, 4096, 0, 0 },
 	{ "across the source's EOF: short", SETUP_FILES, 0, 0, SRC_SIZE - 100, 0, 4096, 0, 100 },
 	{ "len 4G-1 is clamped to what is there", SETUP_FILES, 0, 0, 0, 0, UINT32_MAX, 0,
-	  SRC_SIZE },
+	  SRC_SIZE, true },
 	{ "unknown flag: EINVAL", SETUP_FILES, 0, 0, 0, 0, 4096, 1, -EINVAL },
 	{ "high flag bit: EINVAL", SETUP_FILES, 0, 0, 0, 0, 4096, 1U << 30, -EINVAL },
 	{ "negative offset: EOVERFLOW", SETUP_FILES, 0, 0, -2, 0, 4096, 0, -EOVERFLOW },
