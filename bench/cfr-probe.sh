@@ -131,6 +131,8 @@ rfc_table() {
 	echo
 }
 
+echo "Host: $(uname -r), $(nproc) CPUs; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 case $which in
 seed) seed_table ;;
 rfc) rfc_table ;;
@@ -143,3 +145,4 @@ all)
 	exit 2
 	;;
 esac
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
