@@ -45,6 +45,7 @@ struct ufs_inode {
 	struct ufs_inode *next_by_id;	/* hash chains */
 	struct ufs_inode *next_by_key;
 	bool keyed;			/* in the (dev, ino) index: the file still has this key */
+	bool drop_fd;			/* a name was removed: close fd once unpinned */
 	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
 	struct ufs_inode *lru_next;
 	/* fields below are protected by lock */
@@ -141,7 +142,7 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 			     struct ufs_inode **out);
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
-void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino);
+void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino, nlink_t nlink);
 size_t ufs_inode_count(struct ufs_fs *fs);
 
 /* confine.c: 0 if inside SOURCE, else -ENOENT */

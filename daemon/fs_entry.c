@@ -325,8 +325,8 @@ static int hold_name(int dir, const char *name)
 }
 
 /*
- * The held file lost its last name: let the inode store close our
- * descriptor, which alone would keep its space in use until FORGET.
+ * The held file lost a name: the inode store closes its descriptor when it
+ * can (ufs_inode_unlinked), and ours goes now.
  */
 static void release_held(struct ufs_fs *fs, int held, bool removed)
 {
@@ -334,8 +334,8 @@ static void release_held(struct ufs_fs *fs, int held, bool removed)
 
 	if (held < 0)
 		return;
-	if (removed && !fstat(held, &st) && !st.st_nlink && !S_ISDIR(st.st_mode))
-		ufs_inode_unlinked(fs, st.st_dev, st.st_ino);
+	if (removed && !fstat(held, &st) && !S_ISDIR(st.st_mode))
+		ufs_inode_unlinked(fs, st.st_dev, st.st_ino, st.st_nlink);
 	close(held);
 }
 

@@ -159,6 +159,19 @@ static bool unpin_locked(struct ufs_inode *inode)
 	return --inode->refs == 0;
 }
 
+/* Take the descriptor of an unpinned inode away from it; the caller closes it. */
+static int fd_take_locked(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	int fd = inode->fd;
+
+	lru_remove(fs, inode);
+	if (inode->handle && fd >= 0)
+		fs->fds_open--;
+	inode->fd = -1;
+	inode->drop_fd = false;
+	return fd;
+}
+
 static void close_evicted(int *evict, int n)
 {
 	for (int i = 0; i < n && evict[i] >= 0; i++)
@@ -455,6 +468,8 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 	dead = unpin_locked(inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(fs, inode);
+	else if (inode->drop_fd && !inode->refs)
+		evict[0] = fd_take_locked(fs, inode);	/* unlinked meanwhile */
 	else
 		lru_offer(fs, inode, evict, 2);
 	pthread_mutex_unlock(&fs->inode_lock);
@@ -596,19 +611,26 @@ int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st)
  * inode, close our descriptor now: it alone would keep the file's space in
  * use until the kernel's FORGET.  Later uses of the inode get ESTALE.
  */
-void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino)
+/*
+ * A name of the file was removed through the mount.  Our descriptor goes
+ * as soon as no request or open file pins the inode: with the last name
+ * gone (nlink 0) it alone would keep the file's space in use until
+ * FORGET, and NFS, which renames a file still in use to .nfsXXXX instead
+ * of removing it (our descriptor is a use), would keep that file.  An
+ * inode with a file handle reopens by it if the kernel asks again.
+ */
+void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino, nlink_t nlink)
 {
 	struct ufs_inode *inode;
 	int fd = -1;
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, dev, ino);
-	if (inode && !inode->refs && inode->fd >= 0 && inode != fs->root) {
-		lru_remove(fs, inode);
-		if (inode->handle)
-			fs->fds_open--;
-		fd = inode->fd;
-		inode->fd = -1;
+	if (inode && inode != fs->root && inode->fd >= 0 && (!nlink || inode->handle)) {
+		if (inode->refs)
+			inode->drop_fd = true;	/* at its last ufs_inode_put */
+		else
+			fd = fd_take_locked(fs, inode);
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 	if (fd >= 0)

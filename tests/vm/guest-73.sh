@@ -16,8 +16,9 @@ top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
 . "$here/../lib/suite.sh"
 
 # What only a 7.3 kernel shows, plus the foundation's cases that it must pass
-# too, and conformance and integrity under stress with zero copy.
-modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_copy t_posix t_stress)
+# too, conformance and integrity under stress with zero copy, and an NFSv4.2
+# backing (nfsd and the NFS client are modules of the 7.3 kernel).
+modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_copy t_posix t_stress t_nfs)
 
 if ((EUID != 0)); then
 	ufs_cannot_run "the guest suite runs as root (running as uid $EUID)"

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""uringfs in front of NFSv4.2: a loopback export (nfsd and the NFS client
+are modules of Debian's 7.3 kernel: the guest suite runs this), mounted,
+and that mount as the backing directory. copy_file_range through uringfs
+must become the server's COPY (server-side copy: the client reads nothing),
+and what NFS does differently from a local file system (a file the server
+dropped, a silly-renamed open file) must look through uringfs as it looks
+on the NFS mount itself.
+"""
+
+import contextlib
+import errno
+import os
+import shutil
+import subprocess
+import time
+
+import ufs
+from ufs import case, check, check_eq
+
+E = errno
+MiB = 1 << 20
+EXPORT = '/srv/ufs-export'
+OP_COPY = 60    # RFC 7862: the NFSv4.2 COPY operation
+
+
+def run(*cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise AssertionError(f'{" ".join(cmd)}: status {r.returncode}: '
+                             f'{(r.stderr or r.stdout).strip()}')
+    return r.stdout
+
+
+@contextlib.contextmanager
+def nfs_loopback():
+    """An NFSv4.2 export of a tmpfs, mounted over 127.0.0.1; yields
+    (the export's own directory, the NFS mount)."""
+    for mod in ('nfsd', 'nfsv4'):
+        r = subprocess.run(['modprobe', mod], capture_output=True, text=True)
+        if r.returncode:
+            raise ufs.Skip(f'no {mod} module in this kernel ({r.stderr.strip()}): '
+                           'the 7.3 guest has it')
+    for tool in ('exportfs', 'rpc.nfsd', 'rpc.mountd', 'mount.nfs4'):
+        if not shutil.which(tool):
+            raise ufs.Skip(f'{tool} is missing: apt install nfs-kernel-server nfs-common')
+    mnt = ufs.scratch_dir('nfs')
+    with contextlib.ExitStack() as stack:
+        os.makedirs(EXPORT, exist_ok=True)
+        run('mount', '-t', 'tmpfs', '-o', 'size=1200m', 'tmpfs', EXPORT)
+        stack.callback(subprocess.run, ['umount', '-l', EXPORT])
+        if not os.path.ismount('/proc/fs/nfsd'):
+            run('mount', '-t', 'nfsd', 'nfsd', '/proc/fs/nfsd')
+        os.makedirs('/var/lib/nfs/v4recovery', exist_ok=True)
+        with open('/etc/exports', 'w') as f:
+            f.write(f'{EXPORT} 127.0.0.1(rw,no_root_squash,fsid=0,insecure,no_subtree_check)\n')
+        run('exportfs', '-ra')
+        stack.callback(subprocess.run, ['exportfs', '-ua'])
+        mountd = subprocess.Popen(['rpc.mountd', '-F', '-N', '2', '-N', '3'],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stack.callback(mountd.wait)
+        stack.callback(mountd.terminate)
+        run('rpc.nfsd', '-N', '3', '4')
+        stack.callback(subprocess.run, ['rpc.nfsd', '0'])
+        # noac: every stat asks the server, as the comparisons need
+        run('mount', '-t', 'nfs4', '-o', 'vers=4.2,noac', '127.0.0.1:/', mnt)
+        stack.callback(subprocess.run, ['umount', '-f', mnt])
+        yield EXPORT, mnt
+
+
+def nfsd_ops():
+    """nfsd's count of each NFSv4 operation (/proc/net/rpc/nfsd, proc4ops)."""
+    with open('/proc/net/rpc/nfsd') as f:
+        for line in f:
+            if line.startswith('proc4ops '):
+                return [int(x) for x in line.split()[2:]]
+    raise AssertionError('nfsd has no proc4ops line')
+
+
+def nfs_read_bytes(mnt):
+    """The NFS client's bytes read from the server for the mount at mnt
+    (/proc/self/mountstats: the first of "bytes:", normal reads)."""
+    with open('/proc/self/mountstats') as f:
+        inside = False
+        for line in f:
+            if line.startswith('device '):
+                inside = f' mounted on {mnt} ' in line
+            elif inside and line.strip().startswith('bytes:'):
+                return int(line.split()[1])
+    raise AssertionError(f'no NFS statistics for {mnt}')
+
+
+@case(mount=False, root=True, timeout=600)
+def server_side_copy():
+    """copy_file_range of 256 MiB through uringfs over NFSv4.2 is the
+    server's COPY: nfsd counts COPY operations, the NFS client reads far
+    less than the file, and the copy is byte-identical."""
+    ufs.require_daemon()
+    size = 256 * MiB
+    with nfs_loopback() as (export, nfs):
+        os.mkdir(f'{nfs}/src')
+        with open(f'{nfs}/src/big', 'wb') as f:
+            for i in range(size // MiB):
+                f.write(ufs.pattern(MiB, seed=i))
+        with ufs.Mount(source=f'{nfs}/src') as m:
+            copies_before, read_before = nfsd_ops()[OP_COPY], nfs_read_bytes(nfs)
+            fi = os.open(f'{m.mnt}/big', os.O_RDONLY)
+            fo = os.open(f'{m.mnt}/copy', os.O_WRONLY | os.O_CREAT, 0o644)
+            done = 0
+            while done < size:
+                n = os.copy_file_range(fi, fo, size - done, done, done)
+                check(n > 0, f'copy_file_range returned {n} at {done}')
+                done += n
+            os.close(fi)
+            os.close(fo)
+            copies, read = nfsd_ops()[OP_COPY] - copies_before, nfs_read_bytes(nfs) - read_before
+            stats = m.stats()
+        r = subprocess.run(['cmp', f'{export}/src/big', f'{export}/src/copy'])
+    ufs.diag(f'256 MiB through uringfs over NFSv4.2: {copies} COPY operations, the client read '
+             f'{read // MiB} MiB, cfr_bytes {stats["cfr_bytes"]}, cfr_fallback '
+             f'{stats["cfr_fallback"]}')
+    check(copies >= 1, 'nfsd counted no COPY: the copy moved the bytes through the client')
+    check(read < size // 4, f'the NFS client read {read // MiB} MiB for a 256 MiB copy')
+    check_eq(r.returncode, 0, 'the copy, byte for byte, on the server')
+
+
+def stale_steps(d, export_dir):
+    """A file the server drops while it is open and while it is only known."""
+    out = []
+    ufs.write_file(f'{d}/open', b'x' * 100)
+    ufs.write_file(f'{d}/known', b'y' * 100)
+    fd = os.open(f'{d}/open', os.O_RDONLY)
+    os.stat(f'{d}/known')
+    os.unlink(f'{export_dir}/open')    # on the server, behind the client
+    os.unlink(f'{export_dir}/known')
+    time.sleep(0.2)
+    for what, fn in (('fstat of the open file', lambda: os.fstat(fd)),
+                     ('read of the open file', lambda: os.pread(fd, 10, 0)),
+                     ('stat of the known name', lambda: os.stat(f'{d}/known')),
+                     ('open of the known name', lambda: os.close(os.open(f'{d}/known',
+                                                                        os.O_RDONLY)))):
+        try:
+            fn()
+            out.append((what, 'ok'))
+        except OSError as e:
+            out.append((what, E.errorcode[e.errno]))
+    os.close(fd)
+    return out
+
+
+@case(mount=False, root=True, timeout=400)
+def server_drops_inode():
+    """Files removed on the server behind the client: through uringfs the
+    same errors (ESTALE, ENOENT) as on the NFS mount itself."""
+    ufs.require_daemon()
+    with nfs_loopback() as (export, nfs):
+        for sub in ('native', 'src'):
+            os.mkdir(f'{nfs}/{sub}')
+        want = stale_steps(f'{nfs}/native', f'{export}/native')
+        with ufs.Mount(source=f'{nfs}/src', opts='attr_timeout=0,entry_timeout=0') as m:
+            got = stale_steps(m.mnt, f'{export}/src')
+    ufs.diag(f'NFS itself: {want}')
+    check_eq(got, want, 'through uringfs against the NFS mount itself')
+
+
+def silly_steps(d):
+    """An open file unlinked: NFS renames it to .nfsXXXX until the last close."""
+    ufs.write_file(f'{d}/f', b'z' * 100)
+    fd = os.open(f'{d}/f', os.O_RDWR)
+    os.unlink(f'{d}/f')
+    during = sorted('.nfs' if n.startswith('.nfs') else n for n in os.listdir(d))
+    data = os.pread(fd, 4, 0)
+    os.pwrite(fd, b'Z', 0)
+    os.close(fd)
+    deadline = time.monotonic() + 10
+    while any(n.startswith('.nfs') for n in os.listdir(d)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    after = sorted(os.listdir(d))
+    return [('listing while open', during), ('read while open', data),
+            ('listing after the close', after)]
+
+
+@case(mount=False, root=True, timeout=400)
+def silly_renamed_open_file():
+    """An open file unlinked through uringfs over NFS stays readable and
+    writable, shows as a .nfs file while open and is gone after the close,
+    as on the NFS mount itself."""
+    ufs.require_daemon()
+    with nfs_loopback() as (_, nfs):
+        for sub in ('native', 'src'):
+            os.mkdir(f'{nfs}/{sub}')
+        want = silly_steps(f'{nfs}/native')
+        with ufs.Mount(source=f'{nfs}/src') as m:
+            got = silly_steps(m.mnt)
+    ufs.diag(f'NFS itself: {want}')
+    check_eq(got, want, 'through uringfs against the NFS mount itself')
