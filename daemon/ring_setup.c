@@ -209,13 +209,21 @@ static int ring_create(struct ring_worker *rw, unsigned int entries)
 	return 0;
 }
 
-/* Memory that costs nothing until touched: most entries' payloads never are. */
+/*
+ * Memory that costs nothing until touched: most entries' payloads never are,
+ * and a copy or a lock wait writes a few bytes of its reply.  Without huge
+ * pages, so that those bytes make one page resident, not two megabytes
+ * (transparent_hugepage=always).
+ */
 static void *map_anon(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_NOHUGEPAGE);	/* EINVAL without THP: nothing to stop */
+	return p;
 }
 
 /* Header and payload memory, allocated by the worker itself (NUMA-local). */
