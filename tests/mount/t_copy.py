@@ -487,9 +487,9 @@ def crowd_of_copies_never_starves():
     """The copy seed's model with default settings: 120 processes (ufs.crowd_size)
     each making one 16 MiB copy_file_range call after another
     (bench/cfr-seed.c), while a probe times statx(AT_STATX_FORCE_SYNC), one
-    GETATTR round trip, of another file. At the default queue_depth no probe
-    may wait 200 ms (scaled to a
-    slower machine's floor; the bench has the tight figures), every copy holds
+    GETATTR round trip, of another file. At the default queue_depth the
+    probe keeps within ufs.probe_limits (the bench has the tight figures;
+    this machine's CPUs are shared with the suite's other runs), every copy holds
     the source's bytes, and neither the daemon's threads nor its memory grow
     with the copies (copy.c: a lane keeps COPY_LANE_MAX, a ring queue keeps
     entries free; the rest are copied by the kernel)."""
@@ -502,7 +502,7 @@ def crowd_of_copies_never_starves():
     with contextlib.ExitStack() as stack:
         stack.callback(subprocess.run, ['umount', '-l', src])
         m = stack.enter_context(ufs.Mount(source=src))
-        limit = ufs.probe_limit_us(m.mnt)
+        limits = ufs.probe_limits(m.mnt)
         threads, rss = thread_count(m.pid), rss_kib(m.pid)
         sample = {}
 
@@ -511,25 +511,29 @@ def crowd_of_copies_never_starves():
             sample.update(threads=thread_count(m.pid), rss=rss_kib(m.pid))
         sampler = threading.Thread(target=sample_during)
         sampler.start()
-        got = ufs.probe(m.mnt, n, 3)
+        # Two rounds on one mount: a daemon whose copies sit on their entries
+        # starves the probe in some rounds and not in others (4c73111: about
+        # one round in two, either one).
+        rounds = [ufs.probe(m.mnt, n, 3) for _ in range(2)]
         sampler.join()
         stats = m.stats()
-    ufs.diag(f'{n} copies, transport {stats["transport"]}, {stats["cfr_mode"]}: probe p50 '
-             f'{got["p50_us"]} us, p99 {got["p99_us"]} us, worst {got["max_us"]} us over '
-             f'{got["probes"]} probes (limit {limit / 1000:.0f} ms); {got["calls"]} copy calls, '
-             f'{stats.get("cfr_fallback", "none")} copied by the kernel; daemon threads '
+    for i, got in enumerate(rounds):
+        ufs.diag(f'round {i + 1}: {n} copies, transport {stats["transport"]}, '
+                 f'{stats["cfr_mode"]}: {ufs.probe_summary(got, limits)}; {got["calls"]} copy '
+                 f'calls')
+    ufs.diag(f'{stats.get("cfr_fallback", "none")} copied by the kernel; daemon threads '
              f'{threads} -> {sample["threads"]}, RSS {rss} -> {sample["rss"]} KiB')
-    check(got['calls'] >= n, f'only {got["calls"]} copy calls were made')
-    check_eq(got['failed'], 0, 'copy calls that failed')
-    check_eq(got['bad'], 0, 'copies whose bytes differ from the source')
+    for got in rounds:
+        check(got['calls'] >= n, f'only {got["calls"]} copy calls were made')
+        check_eq(got['failed'], 0, 'copy calls that failed')
+        check_eq(got['bad'], 0, 'copies whose bytes differ from the source')
+        if 'queue_depth=' not in m.opts:
+            ufs.check_probe(got, limits, f'{n} copies')
     if 'queue_depth=' in m.opts:
         # A variant's small queue_depth: the copies beyond what a queue lets
         # them hold go to the kernel, whose READs and WRITEs then fill the few
         # entries; the bound is the default's promise.
         check(stats['cfr_fallback'] > 0, f'{m.opts}: no copy went back to the kernel')
-    else:
-        check(got['max_us'] < limit,
-              f'a probe waited {got["max_us"] / 1000:.0f} ms behind the copies')
     # One copy helper per worker at most, started on the first copy.
     check(sample['threads'] <= threads + int(stats['workers']),
           f'the daemon went from {threads} to {sample["threads"]} threads')
