@@ -22,6 +22,7 @@ LOGS = [
     ('asan (6.18)', 'tests/mount/asan.log'),
     ('guest (7.3)', 'tests/vm/guest-73.log'),
     ('cfr guest (7.3 + copy op)', 'tests/kernel/cfr-guest.log'),
+    ('NFS guest (7.3)', 'tests/vm/guest-nfs.log'),
 ]
 POINT = re.compile(r'^(not ok|ok) \d+ - ([\w-]+): (.*)$')
 

@@ -65,6 +65,9 @@ VARIANTS = {
     'uring-small': {'opts': 'io_uring=on,workers=1,queue_depth=1', 'transport': 'uring'},
     # the Linux 7.3 guest: ADD_QUEUE and buffer pools
     'guest': {'opts': 'io_uring=on', 'transport': 'uring', 'queue_mode': 'bufpool'},
+    # the same, with the run directory (every backing) on NFSv4.2 (ufs_nfs)
+    'guest-nfs': {'opts': 'io_uring=on', 'transport': 'uring', 'queue_mode': 'bufpool',
+                  'backing': 'nfs'},
     # io_uring=auto on a kernel that does not offer it (enable_uring=N)
     'fallback': {'opts': 'io_uring=auto', 'transport': 'dev'},
 }
@@ -100,6 +103,7 @@ class Config:
         self.bind = self.daemon == 'bind'
         self.variant = variant or ('bind' if self.bind else 'default')
         self.opts = join_opts(preset.get('opts'), env.get('UFS_OPTS'))
+        self.backing = preset.get('backing')    # None: the run directory's own fs
         self.expect_transport = env.get('UFS_EXPECT_TRANSPORT', preset.get('transport'))
         # The 7.3 guest also pins the queue mode (bufpool) and zero-copy state.
         self.expect_stats = {k: v for k, v in (
@@ -569,16 +573,25 @@ def as_user(fn, *args, user=TEST_USER, groups=None, timeout=30.0, **kwargs):
 # Mounts
 
 _run_dir = None
+_run_root = None
 _mount_ids = itertools.count(1)
 _live_mounts = []
 MOUNT_HISTORY = []
+
+
+def set_run_root(path):
+    """Make the run directory under path (before its first use)."""
+    global _run_root
+    if _run_dir is not None:
+        raise HarnessError(f'the run directory {_run_dir} exists already')
+    _run_root = path
 
 
 def run_dir():
     """The per-run scratch directory (world-traversable for the test user)."""
     global _run_dir
     if _run_dir is None:
-        _run_dir = os.path.realpath(tempfile.mkdtemp(prefix='ufs-run-'))
+        _run_dir = os.path.realpath(tempfile.mkdtemp(prefix='ufs-run-', dir=_run_root))
         os.chmod(_run_dir, 0o755)
     return _run_dir
 
@@ -1094,6 +1107,12 @@ def probe_summary(got, limits):
     return (f'probe p50 {got["p50_us"]} us, p99 {got["p99_us"]} us, worst {got["max_us"]} us '
             f'over {got["probes"]} probes (limits p99 {limits["p99_us"] / 1000:.0f} ms, worst '
             f'{limits["max_us"] / 1000:.0f} ms)')
+
+
+def backing_is_nfs():
+    """Whether the backing directories (the run directory) are on NFS: the
+    guest-nfs variant. Cases whose native behaviour differs there ask."""
+    return config().backing == 'nfs'
 
 
 def drop_caches(what=2):

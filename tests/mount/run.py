@@ -10,10 +10,12 @@ it is non-zero only when the harness itself breaks.
 """
 
 import argparse
+import contextlib
 import glob
 import importlib
 import os
 import sys
+import tempfile
 import time
 import traceback
 
@@ -22,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 sys.path.insert(0, HERE)
 
 import ufs  # noqa: E402
+import ufs_nfs  # noqa: E402
 
 
 class Shared:
@@ -228,6 +231,22 @@ def main():
 
     os.umask(0o022)
     ufs.install_safety_net()
+    with contextlib.ExitStack() as stack:
+        if cfg.backing == 'nfs':
+            reason = ufs_nfs.unavailable()
+            if reason:
+                print(f'1..0 # SKIP {cfg.variant}: {reason}')
+                return 0
+            nfs = tempfile.mkdtemp(prefix='ufs-nfs-')
+            stack.callback(os.rmdir, nfs)
+            stack.enter_context(ufs_nfs.loopback(nfs))
+            ufs.set_run_root(nfs)
+        run_all(todo)
+    return 0
+
+
+def run_all(todo):
+    cfg = ufs.config()
     tap = Tap(sum(len(cases) + len(keys) for _, cases, keys in todo))
     tap.out(f'# variant {cfg.variant}: daemon {cfg.daemon}, options {cfg.opts or "none"}, '
             f'run directory {ufs.run_dir()}')
@@ -235,7 +254,6 @@ def main():
     for module, cases, keys in todo:
         run_module(module, cases, keys, tap)
     tap.summary(time.monotonic() - start)
-    return 0
 
 
 if __name__ == '__main__':

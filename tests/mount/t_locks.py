@@ -162,14 +162,22 @@ def close_releases(m):
     check_eq(got.value, (WR, UN), 'lock before and after closing another fd of the file')
 
 
+def flock_open_flags():
+    """How the flock cases open their files: read-only, except on NFS, which
+    emulates flock(2) with byte-range locks, whose exclusive lock needs a
+    descriptor open for writing (flock(2), NOTES): EBADF natively."""
+    return os.O_RDWR if ufs.backing_is_nfs() else os.O_RDONLY
+
+
 def try_flock(path, op):
-    with opened(path) as fd:
+    with opened(path, flock_open_flags()) as fd:
         fcntl.flock(fd, op)
 
 
 def flock_steps(path):
     out = []
-    with opened(path) as fd1, opened(path) as fd2:
+    flags = flock_open_flags()
+    with opened(path, flags) as fd1, opened(path, flags) as fd2:
         fcntl.flock(fd1, fcntl.LOCK_EX)
         out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
         out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)))
@@ -178,7 +186,7 @@ def flock_steps(path):
             out.append(c.join())
         os.close(os.dup(fd1))  # closing a dup does not drop a flock
         out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
-    with opened(path) as fd1, opened(path) as fd2:
+    with opened(path, flags) as fd1, opened(path, flags) as fd2:
         out.append(str(ufs.outcome(fcntl.flock, fd1, fcntl.LOCK_SH | fcntl.LOCK_NB)))
         out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)))
         out.append(str(ufs.outcome(fcntl.flock, fd2, fcntl.LOCK_EX | fcntl.LOCK_NB)))
@@ -383,7 +391,7 @@ def interrupted_waits_never_hang():
         ufs.write_file(path, bytes(100))
         with ufs.Child(holder, path, WR, 0, 0) as a:
             a.recv()
-            with opened(path, os.O_RDONLY) as fd:
+            with opened(path, flock_open_flags()) as fd:
                 fcntl.flock(fd, fcntl.LOCK_EX)   # the flock the other waits meet
                 for kind in ('posix', 'flock'):
                     r = subprocess.run([tool, path, '12', kind], capture_output=True,

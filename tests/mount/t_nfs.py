@@ -11,61 +11,25 @@ on the NFS mount itself.
 import contextlib
 import errno
 import os
-import shutil
 import subprocess
 import time
 
 import ufs
+import ufs_nfs
 from ufs import case, check, check_eq
 
 E = errno
 MiB = 1 << 20
-EXPORT = '/srv/ufs-export'
 OP_COPY = 60    # RFC 7862: the NFSv4.2 COPY operation
-
-
-def run(*cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise AssertionError(f'{" ".join(cmd)}: status {r.returncode}: '
-                             f'{(r.stderr or r.stdout).strip()}')
-    return r.stdout
 
 
 @contextlib.contextmanager
 def nfs_loopback():
-    """An NFSv4.2 export of a tmpfs, mounted over 127.0.0.1; yields
-    (the export's own directory, the NFS mount)."""
-    for mod in ('nfsd', 'nfsv4'):
-        r = subprocess.run(['modprobe', mod], capture_output=True, text=True)
-        if r.returncode:
-            raise ufs.Skip(f'no {mod} module in this kernel ({r.stderr.strip()}): '
-                           'the 7.3 guest has it')
-    for tool in ('exportfs', 'rpc.nfsd', 'rpc.mountd', 'mount.nfs4'):
-        if not shutil.which(tool):
-            raise ufs.Skip(f'{tool} is missing: apt install nfs-kernel-server nfs-common')
+    """ufs_nfs.loopback at a new scratch directory; yields (the export's own
+    directory, the NFS mount)."""
     mnt = ufs.scratch_dir('nfs')
-    with contextlib.ExitStack() as stack:
-        os.makedirs(EXPORT, exist_ok=True)
-        run('mount', '-t', 'tmpfs', '-o', 'size=1200m', 'tmpfs', EXPORT)
-        stack.callback(subprocess.run, ['umount', '-l', EXPORT])
-        if not os.path.ismount('/proc/fs/nfsd'):
-            run('mount', '-t', 'nfsd', 'nfsd', '/proc/fs/nfsd')
-        os.makedirs('/var/lib/nfs/v4recovery', exist_ok=True)
-        with open('/etc/exports', 'w') as f:
-            f.write(f'{EXPORT} 127.0.0.1(rw,no_root_squash,fsid=0,insecure,no_subtree_check)\n')
-        run('exportfs', '-ra')
-        stack.callback(subprocess.run, ['exportfs', '-ua'])
-        mountd = subprocess.Popen(['rpc.mountd', '-F', '-N', '2', '-N', '3'],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        stack.callback(mountd.wait)
-        stack.callback(mountd.terminate)
-        run('rpc.nfsd', '-N', '3', '4')
-        stack.callback(subprocess.run, ['rpc.nfsd', '0'])
-        # noac: every stat asks the server, as the comparisons need
-        run('mount', '-t', 'nfs4', '-o', 'vers=4.2,noac', '127.0.0.1:/', mnt)
-        stack.callback(subprocess.run, ['umount', '-f', mnt])
-        yield EXPORT, mnt
+    with ufs_nfs.loopback(mnt) as export:
+        yield export, mnt
 
 
 def nfsd_ops():

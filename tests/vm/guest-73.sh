@@ -9,6 +9,8 @@
 # run-guest.sh gave is the skip's reason; under CI=true that is a failure
 # (tests/lib/suite.sh), and so is a run in which the guest's mount suite
 # skipped as a whole.
+#
+# Usage: tests/vm/guest-73.sh [VARIANT MODULE...]   (default: guest, the list below)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
@@ -18,7 +20,13 @@ top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
 # What only a 7.3 kernel shows, plus the foundation's cases that it must pass
 # too, conformance and integrity under stress with zero copy, and an NFSv4.2
 # backing (nfsd and the NFS client are modules of the 7.3 kernel).
+variant=guest
 modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_copy t_posix t_stress t_nfs)
+if (($#)); then
+	variant=$1
+	shift
+	modules=("$@")
+fi
 
 if ((EUID != 0)); then
 	ufs_cannot_run "the guest suite runs as root (running as uid $EUID)"
@@ -37,7 +45,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 UFS_EXPECT_QUEUE_MODE=bufpool ufs_run --tee "$out" "$here/run-guest.sh" \
 	--share "$top" --cwd "$top" --timeout "${UFS_GUEST_TIMEOUT:-2100}" -- \
-	/usr/bin/python3 "$top/tests/mount/run.py" --variant guest "${modules[@]}" || true
+	/usr/bin/python3 "$top/tests/mount/run.py" --variant "$variant" "${modules[@]}" || true
 case $ufs_status in
 0) ;;
 77)
