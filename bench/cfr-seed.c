@@ -19,11 +19,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,6 +65,10 @@ static void copier(const char *dir, int id, struct tally *t)
 	ssize_t last = 0;
 	int fi, fo;
 
+	/* A probe that fails ends the parent early: its copiers must not outlive it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(1);
 	snprintf(in, sizeof(in), "%s/seed-src", dir);
 	snprintf(out, sizeof(out), "%s/seed-dst-%d", dir, id);
 	fi = open(in, O_RDONLY);
@@ -136,6 +142,8 @@ int main(int argc, char **argv)
 
 		if (statx(AT_FDCWD, probe, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &stx)) {
 			perror("cfr-seed: probe");
+			for (int i = 0; i < ncopies; i++)
+				kill(pids[i], SIGKILL);
 			return 1;
 		}
 		waits[n++] = now_us() - start;

@@ -17,6 +17,12 @@
 
 static int start_dev_workers(struct ufs_daemon *d)
 {
+	/*
+	 * A long wait over /dev/fuse keeps only a helper thread: allow as
+	 * many as io_uring queues of queue_depth would (seven eighths each),
+	 * not one per caller.
+	 */
+	d->fs.waits.max = d->nworkers * (d->cfg.queue_depth - d->cfg.queue_depth / 8);
 	for (unsigned int i = 0; i < d->nworkers; i++) {
 		int fd = ufs_dev_clone(d->fuse_fd);
 		int ret;

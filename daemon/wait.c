@@ -214,6 +214,11 @@ int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_w
 		if (ret)
 			return ret;
 	}
+	if (ws->max && __atomic_load_n(&ws->active, __ATOMIC_RELAXED) >= ws->max) {
+		ufs_log_once(UFS_LOG_WARN, "%d long waits at once: the next lock wait answers "
+			     "ENOLCK (raise queue_depth or workers)", ws->max);
+		return -ENOLCK;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;

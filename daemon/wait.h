@@ -22,6 +22,13 @@ struct ufs_waits {
 	struct ufs_wait *list;		/* every wait in progress, for INTERRUPT */
 	bool stopping;			/* the connection ended: no new waits */
 	int active;			/* helper threads that have not replied yet; atomic */
+	/*
+	 * Waits at once beyond which the next is refused with ENOLCK, or 0:
+	 * over io_uring the holds of each queue bound them (ring_reply.c);
+	 * over /dev/fuse, where a wait costs a thread and nothing else, this.
+	 * Set before the workers start.
+	 */
+	int max;
 };
 
 void ufs_waits_init(struct ufs_waits *ws, struct ufs_interrupts *early);

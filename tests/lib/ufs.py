@@ -1079,7 +1079,7 @@ def probe(mnt, copies, seconds):
 
 
 def probe_limits(mnt):
-    """What a crowd case allows the probe: p99 under 5 ms and no wait of
+    """What a crowd case allows the probe: p99 under 10 ms and no wait of
     1 s, against a floor (the probe alone, p50) of 50 us, and as many
     times more where the machine is slower than that (an emulated guest).
     A probe that waits behind the crowd waits at every turn: before the
@@ -1088,7 +1088,7 @@ def probe_limits(mnt):
     next to 120 copies on this 2-CPU machine, one probe waited 468 ms;
     docs/performance.md), so the worst only catches a mount that stops."""
     scale = max(1, probe(mnt, 0, 1)['p50_us'] / 50)
-    return {'p99_us': 5_000 * scale, 'max_us': 1_000_000 * scale}
+    return {'p99_us': 10_000 * scale, 'max_us': 1_000_000 * scale}
 
 
 def check_probe(got, limits, behind):

@@ -426,9 +426,11 @@ def lease_wait_within_request_timeout():
         check(m.alive(), 'the mount is gone')
 
 
-def crowd_waiter(path, go_r, done_w):
-    """Forked: F_SETLKW the whole of path, then report 'w' (got it) or the errno."""
+def crowd_waiter(path, go_r, done_w, cpu):
+    """Forked: on cpu, F_SETLKW the whole of path, then report 'w' (got it) or
+    the errno."""
     os.close(go_r)
+    os.sched_setaffinity(0, {cpu})
     fd = os.open(path, os.O_RDWR)
     try:
         sx.lock(fd, fcntl.F_SETLKW, WR, 0, 0)
@@ -439,49 +441,57 @@ def crowd_waiter(path, go_r, done_w):
     os._exit(0)
 
 
+def lock_crowd(path, n, during):
+    """n crowd_waiters, spread over this process's CPUs, wait for a lock a
+    holder keeps on path; during() runs once they all wait.  Returns what
+    it returned and {outcome: count} once the holder let go."""
+    with ufs.Child(holder, path, WR, 0, 0) as a:
+        a.recv()
+        done_r, done_w = os.pipe()
+        pids = []
+        cpus = sorted(os.sched_getaffinity(0))
+        for _ in range(n):
+            pid = os.fork()
+            if not pid:
+                crowd_waiter(path, done_r, done_w, cpus[len(pids) % len(cpus)])
+            pids.append(pid)
+        os.close(done_w)
+        time.sleep(1)    # every wait reached the daemon
+        got = during()
+        a.send(('unlock-after', 0))
+        a.recv()
+        results = []
+        with os.fdopen(done_r, 'rb') as f:
+            while len(results) < n:
+                msg = f.read(4)
+                if not msg:
+                    break
+                results.append(msg.strip().decode())
+        for pid in pids:
+            os.waitpid(pid, 0)
+        a.send(('exit', None))
+        a.join()
+    return got, {x: results.count(x) for x in set(results)}
+
+
 @case(mount=False, root=True, timeout=180)
 def crowd_of_lock_waits_never_starves():
     """120 processes (ufs.crowd_size) wait in F_SETLKW on a held lock while a probe times
     statx(AT_STATX_FORCE_SYNC), one GETATTR round trip (bench/cfr-seed.c
     with no copies) keeps within ufs.probe_limits, and with the default queue_depth
     every wait waits (none is refused with ENOLCK, which a wait beyond what
-    a ring queue lets long waits hold would get); all get the lock in turn
-    once it is free."""
+    a ring queue lets long waits hold would get: the waiters are spread over
+    the CPUs, whose queues they use, as evenly as a crowd of many callers
+    is); all get the lock in turn once it is free."""
     ufs.require_daemon('the waits are the daemon\'s')
     n = ufs.crowd_size()
     with ufs.Mount(opts=DAEMON) as m:
         limits = ufs.probe_limits(m.mnt)
         path = f'{m.mnt}/f'
         ufs.write_file(path, bytes(100))
-        with ufs.Child(holder, path, WR, 0, 0) as a:
-            a.recv()
-            done_r, done_w = os.pipe()
-            pids = []
-            for _ in range(n):
-                pid = os.fork()
-                if not pid:
-                    crowd_waiter(path, done_r, done_w)
-                pids.append(pid)
-            os.close(done_w)
-            time.sleep(1)    # every wait reached the daemon
-            got = ufs.probe(m.mnt, 0, 2)
-            a.send(('unlock-after', 0))
-            a.recv()
-            results = []
-            with os.fdopen(done_r, 'rb') as f:
-                while len(results) < n:
-                    msg = f.read(4)
-                    if not msg:
-                        break
-                    results.append(msg.strip().decode())
-            for pid in pids:
-                os.waitpid(pid, 0)
-            a.send(('exit', None))
-            a.join()
-    ufs.diag(f'{n} lock waits: {ufs.probe_summary(got, limits)}; '
-             f'outcomes { {x: results.count(x) for x in set(results)} }')
+        got, outcomes = lock_crowd(path, n, lambda: ufs.probe(m.mnt, 0, 2))
+    ufs.diag(f'{n} lock waits: {ufs.probe_summary(got, limits)}; outcomes {outcomes}')
     ufs.check_probe(got, limits, f'{n} lock waits')
-    outcomes = {x: results.count(x) for x in set(results)}
     if 'queue_depth=' in m.opts:
         # A variant's small queue_depth: waits beyond what a queue lets long
         # waits hold are refused, and only those.
@@ -489,3 +499,20 @@ def crowd_of_lock_waits_never_starves():
               f'outcomes with {m.opts}: {outcomes}')
     else:
         check_eq(outcomes, {'w': n}, 'every wait got the lock once it was free')
+
+
+@case(mount=False, root=True, timeout=120)
+def dev_waits_are_bounded():
+    """Over /dev/fuse a lock wait keeps a helper thread: no more wait at once
+    than io_uring queues of queue_depth would let (workers x seven eighths),
+    the next are refused with ENOLCK, and the daemon's threads stay bounded
+    however many callers wait."""
+    ufs.require_daemon('the waits are the daemon\'s')
+    with ufs.Mount(opts=f'{DAEMON},io_uring=off,workers=1,queue_depth=8', variant=False) as m:
+        path = f'{m.mnt}/f'
+        ufs.write_file(path, bytes(100))
+        before = len(os.listdir(f'/proc/{m.pid}/task'))
+        during, outcomes = lock_crowd(path, 20, lambda: len(os.listdir(f'/proc/{m.pid}/task')))
+    ufs.diag(f'daemon threads {before} -> {during} with 20 waits; outcomes {outcomes}')
+    check_eq(outcomes, {'w': 7, str(E.ENOLCK): 13}, 'outcomes of 20 waits, 7 allowed')
+    check(during <= before + 7, f'the daemon went from {before} to {during} threads')
