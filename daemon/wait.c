@@ -214,11 +214,6 @@ int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_w
 		if (ret)
 			return ret;
 	}
-	if (ws->max && __atomic_load_n(&ws->active, __ATOMIC_RELAXED) >= ws->max) {
-		ufs_log_once(UFS_LOG_WARN, "%d long waits at once: the next lock wait answers "
-			     "ENOLCK (raise queue_depth or workers)", ws->max);
-		return -ENOLCK;
-	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -229,11 +224,17 @@ int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_w
 	w->ops = ops;
 	w->arg = arg;
 
+	/* Checked where active grows, under the lock: the bound is exact. */
 	pthread_mutex_lock(&ws->lock);
-	if (ws->stopping) {
+	if (ws->stopping ||
+	    (ws->max && __atomic_load_n(&ws->active, __ATOMIC_RELAXED) >= ws->max)) {
+		ret = ws->stopping ? -EINTR : -ENOLCK;
 		pthread_mutex_unlock(&ws->lock);
 		free(w);
-		return -EINTR;
+		if (ret == -ENOLCK)
+			ufs_log_once(UFS_LOG_WARN, "%d long waits at once: the next lock wait "
+				     "answers ENOLCK (raise queue_depth or workers)", ws->max);
+		return ret;
 	}
 	w->next = ws->list;
 	ws->list = w;
