@@ -41,6 +41,7 @@ struct ufs_opt {
 
 static const char *const switch_names[] = { "auto", "on", "off", NULL };
 static const char *const cfr_names[] = { "auto", "ring", "thread", "sync", NULL };
+static const char *const io_path_names[] = { "auto", "passthrough", "zero_copy", "copy", NULL };
 static const char *const rdp_names[] = { "off", "on", "auto", NULL };
 static const char *const xattr_policy_names[] = { "allow", "deny", NULL };
 static const char *const handles_names[] = { "never", "prefer", "mandatory", NULL };
@@ -67,6 +68,7 @@ static const struct ufs_opt opts[] = {
 	ENUM("zero_copy", "workers", zero_copy, switch_names, "auto"),
 	OPT("bufpool_buffers", "workers", UFS_OPT_UINT, bufpool_buffers, 0, 4096, NULL, "0"),
 	ENUM("copy_file_range", "workers", copy_file_range, cfr_names, "auto"),
+	ENUM("io_path", "workers", io_path, io_path_names, "auto"),
 
 	OPT("max_write", "fuse", UFS_OPT_SIZE, max_write, 4096, 16 << 20, NULL, "1M"),
 	OPT("attr_timeout", "fuse", UFS_OPT_SECONDS, attr_timeout, 0, 86400, NULL, "1"),
@@ -430,8 +432,50 @@ bool ufs_config_section_known(const char *section)
 	return false;
 }
 
+/*
+ * io_path names the data path; zero_copy is the older switch for one of
+ * them.  They must agree, and from here on zero_copy says what io_path
+ * decided, so the transport reads one switch.
+ */
+static int io_path_resolve(struct ufs_config *cfg, struct ufs_config_error *err)
+{
+	const char *name = io_path_names[cfg->io_path];
+
+	switch (cfg->io_path) {
+	case UFS_IO_PATH_AUTO:
+		return 0;
+	case UFS_IO_PATH_ZERO_COPY:
+		if (cfg->io_uring == UFS_SWITCH_OFF) {
+			ufs_config_error_set(err, "io_path=zero_copy needs io_uring (io_uring=off given)");
+			return -EINVAL;
+		}
+		if (cfg->zero_copy == UFS_SWITCH_OFF) {
+			ufs_config_error_set(err, "io_path=zero_copy contradicts zero_copy=off");
+			return -EINVAL;
+		}
+		cfg->zero_copy = UFS_SWITCH_ON;
+		return 0;
+	case UFS_IO_PATH_PASSTHROUGH:
+		/* The kernel turns passthrough off with the writeback cache (process_init_reply). */
+		if (cfg->writeback_cache) {
+			ufs_config_error_set(err, "io_path=passthrough cannot be had with writeback_cache=on "
+						  "(the kernel allows one or the other)");
+			return -EINVAL;
+		}
+		break;
+	}
+	if (cfg->zero_copy == UFS_SWITCH_ON) {
+		ufs_config_error_set(err, "io_path=%s contradicts zero_copy=on", name);
+		return -EINVAL;
+	}
+	cfg->zero_copy = UFS_SWITCH_OFF;
+	return 0;
+}
+
 int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 {
+	int ret;
+
 	if (cfg->max_write % 4096) {
 		ufs_config_error_set(err, "max_write=%u: must be a multiple of 4096", cfg->max_write);
 		return -EINVAL;
@@ -478,6 +522,9 @@ int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err)
 			  cfg->posix_locks ? "posix_locks" : "flock_locks");
 		return -EINVAL;
 	}
+	ret = io_path_resolve(cfg, err);
+	if (ret)
+		return ret;
 	if (cfg->zero_copy == UFS_SWITCH_ON && cfg->io_uring == UFS_SWITCH_OFF) {
 		ufs_config_error_set(err, "zero_copy=on needs io_uring (io_uring=off given)");
 		return -EINVAL;
@@ -540,4 +587,9 @@ const char *ufs_switch_name(int value)
 const char *ufs_cfr_mode_name(int value)
 {
 	return cfr_names[value];
+}
+
+const char *ufs_io_path_name(int value)
+{
+	return io_path_names[value];
 }

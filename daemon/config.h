@@ -29,6 +29,14 @@ enum ufs_cfr_mode {
 	UFS_CFR_SYNC,
 };
 
+/* The data path opens ask the kernel for (io_path). */
+enum ufs_io_path {
+	UFS_IO_PATH_AUTO,		/* zero copy where the kernel has it, else passthrough */
+	UFS_IO_PATH_PASSTHROUGH,	/* the kernel does the I/O on the backing file */
+	UFS_IO_PATH_ZERO_COPY,		/* FOPEN_IO_URING_ZERO_COPY on every open */
+	UFS_IO_PATH_COPY,		/* the daemon copies every byte */
+};
+
 enum ufs_readdirplus {
 	UFS_RDP_OFF,
 	UFS_RDP_ON,
@@ -72,6 +80,7 @@ struct ufs_config {
 	int zero_copy;			/* enum ufs_switch */
 	unsigned int bufpool_buffers;	/* per queue; 0: queue_depth */
 	int copy_file_range;		/* enum ufs_cfr_mode */
+	int io_path;			/* enum ufs_io_path */
 
 	/* [fuse] */
 	unsigned int max_write;
@@ -143,5 +152,6 @@ bool ufs_config_section_known(const char *section);
 int ufs_parse_cpulist(const char *text, cpu_set_t *set, unsigned int *count);
 const char *ufs_switch_name(int value);
 const char *ufs_cfr_mode_name(int value);
+const char *ufs_io_path_name(int value);
 
 #endif /* UFS_CONFIG_H */

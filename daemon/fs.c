@@ -35,6 +35,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
+	fs->dev_fd = -1;
 	fs->cfg = cfg;
 	fs->inode_release = ufs_lock_release_all;
 	fs->running_as_root = geteuid() == 0;
@@ -110,6 +111,8 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);
+	/* The connection is gone, and its backing ids with it. */
+	fs->dev_fd = -1;
 	ufs_file_table_destroy(fs);
 	ufs_inode_table_destroy(fs);
 	close(fs->proc_fd);

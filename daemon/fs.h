@@ -25,6 +25,7 @@
 #include "config.h"
 #include "copy.h"
 #include "interrupt.h"
+#include "passthrough.h"
 #include "req.h"
 #include "wait.h"
 
@@ -51,6 +52,9 @@ struct ufs_inode {
 	/* fields below are protected by lock */
 	pthread_mutex_t lock;
 	struct ufs_lock_owner *lock_owners;
+	enum ufs_io_mode io_mode;	/* the data path of its opens (passthrough.c) */
+	uint32_t io_opens;		/* opens counted in io_mode */
+	int backing_id;			/* UFS_IO_PASSTHROUGH: the kernel's id */
 	char control;			/* 1: the stats control file (no backing) */
 };
 
@@ -60,6 +64,7 @@ struct ufs_file {
 	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
 	struct ufs_inode *inode;	/* holds a ref */
 	bool is_dir;
+	enum ufs_io_mode io_mode;	/* counted in inode->io_opens unless NONE */
 	/* directory stream; protected by dir_lock */
 	pthread_mutex_t dir_lock;
 	uint64_t dir_offset;		/* cookie the next getdents starts from */
@@ -115,6 +120,10 @@ struct ufs_fs {
 	struct ufs_waits waits;
 	struct ufs_copies copies;
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
+	/* Kernel passthrough (passthrough.c): set before the first request. */
+	enum ufs_passthrough_state passthrough;	/* changes only ON -> EPERM, atomically */
+	int dev_fd;			/* /dev/fuse, for BACKING_OPEN and BACKING_CLOSE */
+	uint64_t backing_ids;		/* registered now; atomic */
 	/*
 	 * What the file system asks of the daemon above it (daemon.c sets
 	 * them): the control file's stats snapshot, and telling the kernel

@@ -41,39 +41,43 @@ static int backing_open_flags(struct ufs_fs *fs, int flags)
 	return flags;
 }
 
-static uint32_t open_reply_flags(struct ufs_fs *fs, const struct ufs_file *file)
+/* The daemon path's flags; passthrough (passthrough.c) replaces them. */
+static uint32_t open_reply_flags(struct ufs_fs *fs)
 {
 	uint32_t flags = FOPEN_PARALLEL_DIRECT_WRITES;
 
-	(void)file;
 	if (fs->cfg->keep_cache)
 		flags |= FOPEN_KEEP_CACHE;
-	/* Never with FOPEN_PASSTHROUGH (the kernel refuses the pair); uringfs uses none. */
 	if (fs->zero_copy)
 		flags |= FOPEN_IO_URING_ZERO_COPY;
 	return flags;
 }
 
-/* Register file and fill the open reply at out. */
-static int open_reply(struct ufs_fs *fs, struct ufs_file *file, struct ufs_open_out *out,
-		      uint32_t extra_flags)
+/* The data path chosen, file registered and the open reply at out filled. */
+static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
+		      struct ufs_open_out *out)
 {
+	uint32_t open_flags = open_reply_flags(fs);
+	int32_t backing_id;
 	uint64_t fh;
 	int ret;
 
-	ret = ufs_file_register(fs, file, &fh);
+	ret = ufs_io_path_open(fs, req, file, &open_flags, &backing_id);
+	if (!ret)
+		ret = ufs_file_register(fs, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);
 		return ret;
 	}
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
-	out->open_flags = open_reply_flags(fs, file) | extra_flags;
+	out->open_flags = open_flags;
+	out->backing_id = backing_id;
 	return 0;
 }
 
-static int open_file(struct ufs_fs *fs, struct ufs_inode *inode, int fd, int flags,
-		     struct ufs_open_out *out)
+static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *inode, int fd,
+		     int flags, struct ufs_open_out *out)
 {
 	struct ufs_file *file = ufs_file_new(inode, fd, flags);
 
@@ -82,7 +86,7 @@ static int open_file(struct ufs_fs *fs, struct ufs_inode *inode, int fd, int fla
 		return -ENOMEM;
 	}
 	ufs_inode_ref(fs, inode);
-	return open_reply(fs, file, out, 0);
+	return open_reply(fs, req, file, out);
 }
 
 /* The OPEN reply for the backing descriptor fd, opened with flags. */
@@ -95,7 +99,7 @@ static ssize_t open_finish(struct ufs_fs *fs, struct ufs_req *req, int fd, int f
 	/* O_TRUNC by a client without CAP_FSETID drops setuid/setgid (killpriv_v2). */
 	if ((in->open_flags & FUSE_OPEN_KILL_SUIDGID) && (flags & O_TRUNC) && !fstat(fd, &st))
 		ufs_kill_suidgid(fs, req, req->inode, &st, false);
-	ret = open_file(fs, req->inode, fd, flags, req->out);
+	ret = open_file(fs, req, req->inode, fd, flags, req->out);
 	return ret ? ret : (ssize_t)sizeof(struct ufs_open_out);
 }
 
@@ -243,7 +247,7 @@ static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int 
 		goto undo;
 	}
 	ufs_fill_entry(fs, &out->entry, inode, &st);
-	ret = open_file(fs, inode, fd, flags, &out->open);
+	ret = open_file(fs, req, inode, fd, flags, &out->open);
 	if (ret) {
 		ufs_inode_forget(fs, inode->nodeid, 1);
 		goto undo;

@@ -152,6 +152,7 @@ struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags)
 /* Closes the descriptor and drops the file's inode reference. */
 void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file)
 {
+	ufs_io_path_release(fs, file);
 	if (file->fd >= 0)
 		close(file->fd);
 	free(file->dir_buf);

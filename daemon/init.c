@@ -60,6 +60,11 @@ int ufs_init_exchange(struct ufs_daemon *d)
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
+	if (d->cfg.io_path == UFS_IO_PATH_PASSTHROUGH && !d->conn.passthrough) {
+		ufs_err("io_path=passthrough, but %s", d->conn.passthrough_off_reason);
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
 	why = ufs_acls_unenforced(&d->cfg, &d->conn);
 	if (why && d->cfg.allow_other) {
 		ufs_err("allow_other: POSIX ACLs would not be enforced through the mount (%s)",
@@ -74,5 +79,13 @@ int ufs_init_exchange(struct ufs_daemon *d)
 	}
 	ufs_info("FUSE %u.%u, max_write=%u, flags=0x%llx", FUSE_KERNEL_VERSION, d->conn.minor,
 		 d->conn.max_write, (unsigned long long)d->conn.flags);
+	/* BACKING_OPEN works only once the kernel has taken the reply. */
+	if (ufs_passthrough_start(&d->fs, d->fuse_fd, &why) != UFS_PT_ON) {
+		if (d->cfg.io_path == UFS_IO_PATH_PASSTHROUGH) {
+			ufs_err("io_path=passthrough, but %s", why);
+			return -EOPNOTSUPP;
+		}
+		ufs_info("passthrough: off (%s)", why);
+	}
 	return 0;
 }

@@ -33,9 +33,11 @@ static void log_serving(struct ufs_daemon *d)
 	if (d->cfg.allow_other && geteuid())
 		ufs_warn("allow_other without root: what other users create is owned by uid %u, "
 			 "and gets no set-id bits", (unsigned int)geteuid());
-	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s",
+	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s "
+		 "passthrough=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
-		 d->nworkers, d->queue_mode, d->zero_copy_state);
+		 d->nworkers, d->queue_mode, d->zero_copy_state,
+		 d->fs.zero_copy ? "unused" : ufs_passthrough_state_name(d->fs.passthrough));
 }
 
 static int run(struct ufs_daemon *d)

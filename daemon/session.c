@@ -20,7 +20,20 @@ static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_
 				      FUSE_POSIX_ACL | FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS |
 				      FUSE_WRITEBACK_CACHE | FUSE_SETXATTR_EXT | FUSE_INIT_EXT |
 				      FUSE_CREATE_SUPP_GROUP | FUSE_REQUEST_TIMEOUT |
-				      FUSE_OVER_IO_URING;
+				      FUSE_OVER_IO_URING | FUSE_PASSTHROUGH;
+
+/* Why the settings keep kernel passthrough off, or NULL. */
+static const char *passthrough_off_reason(const struct ufs_config *cfg)
+{
+	if (cfg->io_path == UFS_IO_PATH_ZERO_COPY)
+		return "io_path=zero_copy";
+	if (cfg->io_path == UFS_IO_PATH_COPY)
+		return "io_path=copy";
+	/* process_init_reply: the kernel takes one or the other, never both. */
+	if (cfg->writeback_cache)
+		return "writeback_cache=on";
+	return NULL;
+}
 
 /* Flags the settings can turn off, and the setting that does it. */
 static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
@@ -57,6 +70,8 @@ static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
 		mask &= ~FUSE_REQUEST_TIMEOUT;
 	if (!want_uring)
 		mask &= ~FUSE_OVER_IO_URING;
+	if (passthrough_off_reason(cfg))
+		mask &= ~FUSE_PASSTHROUGH;
 	return mask;
 }
 
@@ -171,6 +186,11 @@ int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
 	if (!conn->uring && !conn->uring_off_reason)
 		conn->uring_off_reason = uring_off_reason(cfg, want_uring, conn->offered);
 
+	conn->passthrough = (flags & FUSE_PASSTHROUGH) != 0;
+	if (!conn->passthrough)
+		conn->passthrough_off_reason = passthrough_off_reason(cfg) ?:
+			"the kernel did not offer FUSE_PASSTHROUGH (Linux 6.9 and CONFIG_FUSE_PASSTHROUGH needed)";
+
 	out->max_readahead = in->max_readahead;
 	out->flags = (uint32_t)flags;
 	out->flags2 = (uint32_t)(flags >> 32);
@@ -181,5 +201,13 @@ int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
 	out->max_pages = flags & FUSE_MAX_PAGES ? max_pages : 0;
 	if (flags & FUSE_REQUEST_TIMEOUT)
 		out->request_timeout = cfg->request_timeout;
+	/*
+	 * Backing files may sit on any file system that is not itself
+	 * stacked (ext4, xfs, btrfs, tmpfs; not overlayfs): depth 1 makes this
+	 * mount depth 1 (fs/fuse/inode.c: process_init_reply), and BACKING_OPEN
+	 * refuses a deeper backing with ELOOP.
+	 */
+	if (conn->passthrough)
+		out->max_stack_depth = 1;
 	return 0;
 }

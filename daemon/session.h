@@ -33,6 +33,8 @@ struct ufs_conn {
 	bool uring_bufpool;		/* the kernel has ADD_QUEUE, ADD_BUFPOOL, zero copy */
 	bool uring_offered;
 	const char *uring_off_reason;	/* why not, for the log and stats */
+	bool passthrough;		/* FUSE_PASSTHROUGH accepted */
+	const char *passthrough_off_reason;
 };
 
 /*

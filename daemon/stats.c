@@ -76,6 +76,9 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	fprintf(f, "queues %u\n", d->nr_queues);
 	fprintf(f, "zero_copy_queues %u\n", d->zc_queues);
 	fprintf(f, "cfr_mode %s\n", d->cfr_mode);
+	fprintf(f, "io_path %s\n", ufs_io_path_name(d->cfg.io_path));
+	fprintf(f, "passthrough %s\n", d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
+		"unused" : ufs_passthrough_state_name(d->fs.passthrough));
 	fprintf(f, "protocol 7.%u\n", d->conn.minor);
 	put_counters(f, "", &total);
 	put_u64(f, "bad_requests", total.bad_requests);
@@ -95,6 +98,16 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "cfr_cancelled", total.cfr_cancelled);
 	put_u64(f, "cfr_bytes", total.cfr_bytes);
 	put_u64(f, "cfr_fallback", total.cfr_fallback);
+	put_u64(f, "opens_passthrough", total.opens_passthrough);
+	put_u64(f, "opens_zero_copy", total.opens_zero_copy);
+	put_u64(f, "opens_copy", total.opens_copy);
+	put_u64(f, "backing_ids", __atomic_load_n(&d->fs.backing_ids, __ATOMIC_RELAXED));
+	for (unsigned int i = 0; i < UFS_PT_REFUSED_COUNT; i++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "passthrough_refused_%s", ufs_pt_refusal_name(i));
+		put_u64(f, name, total.pt_refused[i]);
+	}
 	put_u64(f, "inodes", ufs_inode_count(&d->fs));
 	for (unsigned int op = 1; op < UFS_OPCODE_MAX; op++)
 		put_op(f, op, total.requests[op]);

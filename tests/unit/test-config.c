@@ -157,6 +157,42 @@ static void test_bad_files(void)
 	}
 }
 
+/* io_path decides zero_copy, and refuses what contradicts it. */
+static void test_io_path(struct ufs_config *cfg, struct ufs_config_error *err)
+{
+	static const struct {
+		const char *io_path, *other, *value;
+		int ret, zero_copy;
+		const char *msg;
+	} cases[] = {
+		{ "auto", NULL, NULL, 0, UFS_SWITCH_AUTO, NULL },
+		{ "zero_copy", NULL, NULL, 0, UFS_SWITCH_ON, NULL },
+		{ "passthrough", NULL, NULL, 0, UFS_SWITCH_OFF, NULL },
+		{ "copy", NULL, NULL, 0, UFS_SWITCH_OFF, NULL },
+		{ "zero_copy", "io_uring", "off", -EINVAL, 0, "io_path=zero_copy needs io_uring" },
+		{ "zero_copy", "zero_copy", "off", -EINVAL, 0, "contradicts zero_copy=off" },
+		{ "copy", "zero_copy", "on", -EINVAL, 0, "io_path=copy contradicts zero_copy=on" },
+		{ "passthrough", "writeback_cache", "on", -EINVAL, 0, "writeback_cache=on" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ufs_config_defaults(cfg);
+		ok(!ufs_config_set(cfg, "io_path", cases[i].io_path, UFS_SRC_FILE, err),
+		   "io_path=%s accepted", cases[i].io_path);
+		if (cases[i].other)
+			ufs_config_set(cfg, cases[i].other, cases[i].value, UFS_SRC_FILE, err);
+		is_int(ufs_config_validate(cfg, err), cases[i].ret, cases[i].io_path);
+		if (cases[i].ret)
+			ok(strstr(err->msg, cases[i].msg), "io_path=%s with %s=%s: %s", cases[i].io_path,
+			   cases[i].other, cases[i].value, err->msg);
+		else
+			is_int(cfg->zero_copy, cases[i].zero_copy, "io_path decides zero_copy");
+	}
+	ufs_config_defaults(cfg);
+	is_int(ufs_config_set(cfg, "io_path", "fast", UFS_SRC_FILE, err), -EINVAL,
+	       "io_path=fast refused");
+}
+
 static void test_cross_checks(void)
 {
 	struct ufs_config cfg;
@@ -172,6 +208,7 @@ static void test_cross_checks(void)
 	cfg.zero_copy = UFS_SWITCH_ON;
 	cfg.io_uring = UFS_SWITCH_OFF;
 	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "zero_copy=on with io_uring=off");
+	test_io_path(&cfg, &err);
 	ufs_config_defaults(&cfg);
 	cfg.bufpool_buffers = 4;
 	is_int(ufs_config_validate(&cfg, &err), -EINVAL, "bufpool smaller than queue_depth");

@@ -48,7 +48,9 @@ static void test_defaults_618(void)
 	ok(out.flags2 & (FUSE_OVER_IO_URING >> 32), "6.18: io_uring accepted when wanted");
 	ok(conn.uring && !conn.uring_bufpool, "6.18: uring without buffer pools");
 	ok(!(conn.flags & FUSE_WRITEBACK_CACHE), "default: no writeback cache");
-	ok(!(conn.flags & FUSE_PASSTHROUGH), "passthrough is never taken");
+	ok(conn.flags & FUSE_PASSTHROUGH, "default: passthrough taken when offered");
+	ok(conn.passthrough && !conn.passthrough_off_reason, "default: passthrough on, no reason");
+	is_int(out.max_stack_depth, 1, "passthrough: max_stack_depth 1 (backing on ext4, tmpfs...)");
 	ok(conn.flags & FUSE_POSIX_ACL, "default: the kernel enforces POSIX ACLs");
 	ok(conn.flags & FUSE_DONT_MASK, "default: DONT_MASK for default ACLs");
 	ok(!(conn.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)), "default: the kernel locks locally");
@@ -75,6 +77,48 @@ static void test_73(void)
 	ok(conn.uring_bufpool, "7.3: buffer pools detected from flags2 bit 11");
 	is_int(conn.minor, 46, "7.3: 7.46");
 	ok(!(out.flags2 & (FUSE_HAS_IO_URING_BUFPOOL >> 32)), "7.3: bufpool bit not echoed");
+}
+
+static void test_passthrough(void)
+{
+	static const struct {
+		int io_path;
+		bool writeback;
+		const char *reason;	/* NULL: passthrough taken */
+	} cases[] = {
+		{ UFS_IO_PATH_AUTO, false, NULL },
+		{ UFS_IO_PATH_PASSTHROUGH, false, NULL },
+		{ UFS_IO_PATH_ZERO_COPY, false, "io_path=zero_copy" },
+		{ UFS_IO_PATH_COPY, false, "io_path=copy" },
+		{ UFS_IO_PATH_AUTO, true, "writeback_cache=on" },
+	};
+	struct fuse_init_in in = offer(45, linux_618);
+	struct ufs_config cfg;
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ufs_config_defaults(&cfg);
+		cfg.io_path = cases[i].io_path;
+		cfg.writeback_cache = cases[i].writeback;
+		ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+		if (!cases[i].reason) {
+			ok(conn.passthrough && (out.flags2 & (FUSE_PASSTHROUGH >> 32)) &&
+				   out.max_stack_depth == 1,
+			   "io_path=%s: passthrough asked for", ufs_io_path_name(cases[i].io_path));
+			continue;
+		}
+		ok(!conn.passthrough && !(out.flags2 & (FUSE_PASSTHROUGH >> 32)) &&
+			   !out.max_stack_depth,
+		   "%s: passthrough not asked for", cases[i].reason);
+		is_str(conn.passthrough_off_reason, cases[i].reason, cases[i].reason);
+	}
+	/* A kernel before 6.9 (or without CONFIG_FUSE_PASSTHROUGH) does not offer it. */
+	in = offer(39, linux_618 & ~FUSE_PASSTHROUGH);
+	ufs_config_defaults(&cfg);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	ok(!conn.passthrough && strstr(conn.passthrough_off_reason, "did not offer"),
+	   "not offered: off, and the reason names the kernel");
 }
 
 static void test_config_masks(void)
@@ -182,6 +226,7 @@ int main(void)
 	test_limits();
 	test_defaults_618();
 	test_73();
+	test_passthrough();
 	test_config_masks();
 	test_refusals();
 	return t_done();

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Kernel passthrough per open (FUSE_PASSTHROUGH, Linux 6.9): which data path
+ * an open gets, the backing ids behind it, and the reasons an open that
+ * could have been passed through was not.
+ *
+ * Safety rules, each keeping the mount as strict as the backing file system:
+ *  - the backing id is registered with CAP_FSETID dropped: the kernel does
+ *    passthrough writes with the credentials of the BACKING_OPEN caller
+ *    (fs/fuse/backing.c: fb->cred = prepare_creds()), and the backing file
+ *    system clears set-id bits on a write only for a writer without it;
+ *  - append-only and immutable files stay on the daemon path: a passthrough
+ *    mmap reaches the backing file without the VFS's IS_APPEND check
+ *    (mm/mmap.c checks the FUSE inode, which has no such flag);
+ *  - files of pseudo file systems (proc, sysfs, ...) are never passed
+ *    through: their files need not behave like regular files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+#include "passthrough.h"
+#include "session.h"
+#include "worker.h"
+
+_Static_assert(UFS_PT_REFUSED_COUNT == sizeof(((struct ufs_stats *)0)->pt_refused) / sizeof(uint64_t),
+	       "one counter per refusal");
+
+static const char *const state_names[] = {
+	[UFS_PT_OFF] = "off",
+	[UFS_PT_ON] = "on",
+	[UFS_PT_EPERM] = "eperm",
+};
+
+static const char *const refusal_names[] = {
+	[UFS_PT_REFUSED_EPERM] = "eperm",
+	[UFS_PT_REFUSED_ELOOP] = "eloop",
+	[UFS_PT_REFUSED_MIXED] = "mixed",
+	[UFS_PT_REFUSED_ATTR] = "attr",
+	[UFS_PT_REFUSED_PSEUDO] = "pseudo",
+	[UFS_PT_REFUSED_OTHER] = "other",
+};
+
+const char *ufs_passthrough_state_name(enum ufs_passthrough_state state)
+{
+	return state_names[state];
+}
+
+const char *ufs_pt_refusal_name(enum ufs_pt_refusal why)
+{
+	return refusal_names[why];
+}
+
+static enum ufs_passthrough_state state_get(struct ufs_fs *fs)
+{
+	return __atomic_load_n(&fs->passthrough, __ATOMIC_RELAXED);
+}
+
+/* The only transition after start: ON -> EPERM, when the capability went. */
+static void state_lost_capability(struct ufs_fs *fs)
+{
+	enum ufs_passthrough_state on = UFS_PT_ON;
+
+	if (__atomic_compare_exchange_n(&fs->passthrough, &on, UFS_PT_EPERM, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		ufs_warn("passthrough: BACKING_OPEN refused (EPERM): files are served by the daemon");
+}
+
+enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd,
+						 const char **why)
+{
+	/* A directory passes the capability check and fails after it (EISDIR). */
+	struct fuse_backing_map map = { .fd = fs->root_fd };
+	int ret;
+
+	fs->dev_fd = dev_fd;
+	fs->passthrough = UFS_PT_OFF;
+	*why = fs->conn->passthrough_off_reason;
+	if (!fs->conn->passthrough)
+		return UFS_PT_OFF;
+	/* The daemon opens backing files O_NOATIME for the mount; the kernel would not. */
+	if (fs->noatime) {
+		*why = "the mount's noatime (passthrough reads would set the backing files' atime)";
+		return UFS_PT_OFF;
+	}
+	ret = ioctl(dev_fd, FUSE_DEV_IOC_BACKING_OPEN, &map);
+	if (ret >= 0) {
+		/* Cannot happen for a directory; do not leak the id if it did. */
+		ioctl(dev_fd, FUSE_DEV_IOC_BACKING_CLOSE, &ret);
+	} else if (errno == EPERM) {
+		*why = "BACKING_OPEN needs CAP_SYS_ADMIN, which the daemon lacks";
+		fs->passthrough = UFS_PT_EPERM;
+		return UFS_PT_EPERM;
+	}
+	*why = NULL;
+	fs->passthrough = UFS_PT_ON;
+	return UFS_PT_ON;
+}
+
+/*
+ * The calling thread's effective CAP_FSETID off (drop) or back on.
+ * Returns whether it was on before dropping, or -errno.
+ */
+static int fsetid_effective(bool drop)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	uint32_t bit = CAP_TO_MASK(CAP_FSETID);
+	unsigned int i = CAP_TO_INDEX(CAP_FSETID);
+	bool was;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	was = data[i].effective & bit;
+	if (drop == !was)
+		return was;
+	if (drop)
+		data[i].effective &= ~bit;
+	else
+		data[i].effective |= bit;
+	/* capset(2) with pid 0 changes the calling thread only. */
+	return syscall(SYS_capset, &hdr, data) ? -errno : was;
+}
+
+/* BACKING_OPEN of fd: the new id, or -errno. */
+static int backing_open(struct ufs_fs *fs, int fd)
+{
+	struct fuse_backing_map map = { .fd = fd };
+	int had_fsetid, id, err;
+
+	had_fsetid = fsetid_effective(true);
+	if (had_fsetid < 0)
+		return had_fsetid;
+	id = ioctl(fs->dev_fd, FUSE_DEV_IOC_BACKING_OPEN, &map);
+	err = errno;
+	if (had_fsetid && fsetid_effective(false) < 0)
+		ufs_log_once(UFS_LOG_ERR, "passthrough: CAP_FSETID not restored: %m");
+	if (id < 0)
+		return -err;
+	__atomic_fetch_add(&fs->backing_ids, 1, __ATOMIC_RELAXED);
+	return id;
+}
+
+static void backing_close(struct ufs_fs *fs, int id)
+{
+	uint32_t arg = id;
+
+	if (fs->dev_fd < 0)
+		return;
+	if (ioctl(fs->dev_fd, FUSE_DEV_IOC_BACKING_CLOSE, &arg))
+		ufs_log_once(UFS_LOG_WARN, "passthrough: BACKING_CLOSE of id %d: %m", id);
+	__atomic_fetch_sub(&fs->backing_ids, 1, __ATOMIC_RELAXED);
+}
+
+/* Backing files whose reads and writes are not those of a regular file. */
+static bool pseudo_fs(long type)
+{
+	static const long magic[] = {
+		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
+		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC,
+		PSTOREFS_MAGIC, DEVPTS_SUPER_MAGIC, SELINUX_MAGIC, SMACK_MAGIC,
+		0x19800202 /* mqueue */, 0x62656570 /* configfs */, 0x65735543 /* fusectl */,
+	};
+
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if (type == magic[i])
+			return true;
+	return false;
+}
+
+static bool append_or_immutable(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, 0, &stx))
+		return true;	/* unknown: the cautious answer */
+	return stx.stx_attributes & (STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE);
+}
+
+/*
+ * Whether the inode's first open may be passed through, and why not.
+ * Returns the backing id, or -1 with *why set.
+ */
+static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refusal *why)
+{
+	struct statfs sfs;
+	int id;
+
+	if (fstatfs(file->fd, &sfs) || pseudo_fs(sfs.f_type)) {
+		*why = UFS_PT_REFUSED_PSEUDO;
+		return -1;
+	}
+	if (append_or_immutable(file->fd)) {
+		*why = UFS_PT_REFUSED_ATTR;
+		return -1;
+	}
+	id = backing_open(fs, file->fd);
+	if (id >= 0)
+		return id;
+	if (id == -EPERM) {
+		state_lost_capability(fs);
+		*why = UFS_PT_REFUSED_EPERM;
+	} else {
+		*why = id == -ELOOP ? UFS_PT_REFUSED_ELOOP : UFS_PT_REFUSED_OTHER;
+		ufs_log_once(UFS_LOG_INFO, "passthrough: BACKING_OPEN refused (%s): such files are "
+			     "served by the daemon", strerror(-id));
+	}
+	return -1;
+}
+
+/*
+ * The inode is passed through already, so this open must be too.  A writer
+ * with O_APPEND of a file made append-only since would get a mapping that
+ * overwrites it: refused, as no path is both allowed and safe.
+ */
+static int join_passthrough(struct ufs_file *file)
+{
+	if ((file->flags & O_ACCMODE) != O_RDONLY && append_or_immutable(file->fd)) {
+		ufs_log_once(UFS_LOG_WARN, "passthrough: a writer of a file made append-only while "
+			     "open through the mount is refused (ETXTBSY)");
+		return -ETXTBSY;
+	}
+	return 0;
+}
+
+static void count_open(struct ufs_req *req, uint32_t open_flags)
+{
+	struct ufs_stats *st = req->worker ? &req->worker->stats : NULL;
+
+	if (!st)
+		return;
+	if (open_flags & FOPEN_PASSTHROUGH)
+		ufs_stat_add(&st->opens_passthrough, 1);
+	else if (open_flags & FOPEN_IO_URING_ZERO_COPY)
+		ufs_stat_add(&st->opens_zero_copy, 1);
+	else
+		ufs_stat_add(&st->opens_copy, 1);
+}
+
+static void count_refusal(struct ufs_req *req, enum ufs_pt_refusal why)
+{
+	if (req->worker && why != UFS_PT_REFUSED_COUNT)
+		ufs_stat_add(&req->worker->stats.pt_refused[why], 1);
+}
+
+int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
+		     uint32_t *open_flags, int32_t *backing_id)
+{
+	struct ufs_inode *inode = file->inode;
+	enum ufs_pt_refusal why = UFS_PT_REFUSED_COUNT;
+	enum ufs_io_mode mode = UFS_IO_DAEMON;
+	int ret = 0, id;
+
+	*backing_id = 0;
+	/*
+	 * Not negotiated, or zero copy serves every open (io_path=auto on
+	 * Linux 7.3): no inode is ever passed through, nothing to keep.
+	 */
+	if (state_get(fs) == UFS_PT_OFF || fs->zero_copy)
+		goto out;
+	pthread_mutex_lock(&inode->lock);
+	switch (inode->io_mode) {
+	case UFS_IO_NONE:
+		if (state_get(fs) == UFS_PT_EPERM) {
+			why = UFS_PT_REFUSED_EPERM;
+		} else {
+			id = first_open(fs, file, &why);
+			if (id >= 0) {
+				inode->backing_id = id;
+				mode = UFS_IO_PASSTHROUGH;
+			}
+		}
+		inode->io_mode = mode;
+		break;
+	case UFS_IO_PASSTHROUGH:
+		ret = join_passthrough(file);
+		mode = UFS_IO_PASSTHROUGH;
+		break;
+	case UFS_IO_DAEMON:
+		why = UFS_PT_REFUSED_MIXED;
+		break;
+	}
+	if (!ret) {
+		inode->io_opens++;
+		file->io_mode = mode;
+		*backing_id = mode == UFS_IO_PASSTHROUGH ? inode->backing_id : 0;
+	}
+	pthread_mutex_unlock(&inode->lock);
+	if (ret)
+		return ret;
+	count_refusal(req, why);
+	/* Only these may go with it (iomode.c: FOPEN_PASSTHROUGH_MASK). */
+	if (mode == UFS_IO_PASSTHROUGH)
+		*open_flags = FOPEN_PASSTHROUGH | (*open_flags & FOPEN_PARALLEL_DIRECT_WRITES);
+out:
+	count_open(req, *open_flags);
+	return 0;
+}
+
+void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file)
+{
+	struct ufs_inode *inode = file->inode;
+	int close_id = -1;
+
+	if (file->io_mode == UFS_IO_NONE)
+		return;
+	pthread_mutex_lock(&inode->lock);
+	UFS_BUG_ON(!inode->io_opens || inode->io_mode != file->io_mode);
+	if (!--inode->io_opens) {
+		if (inode->io_mode == UFS_IO_PASSTHROUGH)
+			close_id = inode->backing_id;
+		inode->io_mode = UFS_IO_NONE;
+		inode->backing_id = 0;
+	}
+	pthread_mutex_unlock(&inode->lock);
+	file->io_mode = UFS_IO_NONE;
+	if (close_id >= 0)
+		backing_close(fs, close_id);
+}
