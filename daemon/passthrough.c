@@ -9,6 +9,10 @@
  *    passthrough writes with the credentials of the BACKING_OPEN caller
  *    (fs/fuse/backing.c: fb->cred = prepare_creds()), and the backing file
  *    system clears set-id bits on a write only for a writer without it;
+ *  - set-id files stay on the daemon path, where the kernel tells the daemon
+ *    per write whether its caller may keep the bits (FUSE_WRITE_KILL_SUIDGID);
+ *    a bit set while the file is passed through is cleared by any write,
+ *    root's included (stricter than natively, never looser);
  *  - append-only and immutable files stay on the daemon path: a passthrough
  *    mmap reaches the backing file without the VFS's IS_APPEND check
  *    (mm/mmap.c checks the FUSE inode, which has no such flag);
@@ -46,6 +50,7 @@ static const char *const refusal_names[] = {
 	[UFS_PT_REFUSED_ELOOP] = "eloop",
 	[UFS_PT_REFUSED_MIXED] = "mixed",
 	[UFS_PT_REFUSED_ATTR] = "attr",
+	[UFS_PT_REFUSED_SETID] = "setid",
 	[UFS_PT_REFUSED_PSEUDO] = "pseudo",
 	[UFS_PT_REFUSED_OTHER] = "other",
 };
@@ -177,13 +182,18 @@ static bool pseudo_fs(long type)
 	return false;
 }
 
-static bool append_or_immutable(int fd)
+/* What keeps fd off passthrough, or UFS_PT_REFUSED_COUNT for nothing. */
+static enum ufs_pt_refusal backing_attrs(int fd)
 {
 	struct statx stx;
 
-	if (statx(fd, "", AT_EMPTY_PATH, 0, &stx))
-		return true;	/* unknown: the cautious answer */
-	return stx.stx_attributes & (STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE);
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MODE, &stx))
+		return UFS_PT_REFUSED_OTHER;	/* unknown: the cautious answer */
+	if (stx.stx_attributes & (STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE))
+		return UFS_PT_REFUSED_ATTR;
+	if (stx.stx_mode & (S_ISUID | S_ISGID))
+		return UFS_PT_REFUSED_SETID;
+	return UFS_PT_REFUSED_COUNT;
 }
 
 /*
@@ -199,10 +209,9 @@ static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refu
 		*why = UFS_PT_REFUSED_PSEUDO;
 		return -1;
 	}
-	if (append_or_immutable(file->fd)) {
-		*why = UFS_PT_REFUSED_ATTR;
+	*why = backing_attrs(file->fd);
+	if (*why != UFS_PT_REFUSED_COUNT)
 		return -1;
-	}
 	id = backing_open(fs, file->fd);
 	if (id >= 0)
 		return id;
@@ -224,7 +233,7 @@ static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refu
  */
 static int join_passthrough(struct ufs_file *file)
 {
-	if ((file->flags & O_ACCMODE) != O_RDONLY && append_or_immutable(file->fd)) {
+	if ((file->flags & O_ACCMODE) != O_RDONLY && backing_attrs(file->fd) == UFS_PT_REFUSED_ATTR) {
 		ufs_log_once(UFS_LOG_WARN, "passthrough: a writer of a file made append-only while "
 			     "open through the mount is refused (ETXTBSY)");
 		return -ETXTBSY;

@@ -38,6 +38,7 @@ enum ufs_pt_refusal {
 	UFS_PT_REFUSED_ELOOP,	/* backing file system too deeply stacked */
 	UFS_PT_REFUSED_MIXED,	/* the inode has daemon-path opens */
 	UFS_PT_REFUSED_ATTR,	/* append-only or immutable backing file */
+	UFS_PT_REFUSED_SETID,	/* set-id bits: the daemon clears them per caller */
 	UFS_PT_REFUSED_PSEUDO,	/* proc, sysfs and the like */
 	UFS_PT_REFUSED_OTHER,
 	UFS_PT_REFUSED_COUNT,

@@ -30,7 +30,7 @@ struct ufs_stats {
 	uint64_t cfr_fallback;			/* copies handed back to the kernel (copy.c) */
 	uint64_t fallbacks;
 	uint64_t opens_passthrough, opens_zero_copy, opens_copy;	/* by data path */
-	uint64_t pt_refused[6];			/* enum ufs_pt_refusal (passthrough.h) */
+	uint64_t pt_refused[7];			/* enum ufs_pt_refusal (passthrough.h) */
 };
 
 static inline void ufs_stat_add(uint64_t *counter, uint64_t n)

@@ -660,6 +660,32 @@ def mount_entry(path):
     return found[-1] if found else None
 
 
+def start_fails(args, what, env=None):
+    """The daemon started with args must exit non-zero with a message, unmounted.
+    Returns its stderr."""
+    require_daemon()
+    mnt = f'{scratch_dir("fail")}/mnt'
+    os.mkdir(mnt)
+    proc = subprocess.Popen([config().daemon, '-f'] + args + [mnt], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=dict(os.environ, **env) if env else None)
+    try:
+        # A failure found in INIT comes after the mount: the daemon must take it down.
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(proc.poll() is not None, f'{what}: the daemon is still running')
+        check(not mount_entry(mnt), f'{what}: the daemon left its mount behind')
+    finally:
+        if mount_entry(mnt):
+            subprocess.run(['fusermount3', '-u', '-z', mnt])
+        proc.kill()
+        stderr = proc.communicate()[1]
+    check(proc.returncode != 0, f'{what}: exit status 0')
+    check(stderr.strip(), f'{what}: no error message on stderr')
+    return stderr.decode(errors='replace')
+
+
 class Mount:
     """Mount `source` (default: a fresh src/) at a fresh mnt/ for a with-block.
 
