@@ -18,6 +18,7 @@ LOGS = [
     ('dev (6.18)', 'tests/mount/dev.log'),
     ('uring (6.18)', 'tests/mount/uring.log'),
     ('uring-small (6.18)', 'tests/mount/uring-small.log'),
+    ('uring-copy (6.18)', 'tests/mount/uring-copy.log'),
     ('fallback (6.18)', 'tests/mount/fallback.log'),
     ('asan (6.18)', 'tests/mount/asan.log'),
     ('guest (7.3)', 'tests/vm/guest-73.log'),

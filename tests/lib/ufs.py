@@ -63,6 +63,8 @@ VARIANTS = {
     'uring': {'opts': 'io_uring=on', 'transport': 'uring'},
     # one worker serving every CPU's queue, one entry per queue
     'uring-small': {'opts': 'io_uring=on,workers=1,queue_depth=1', 'transport': 'uring'},
+    # the daemon copying every byte (no kernel passthrough) over io_uring
+    'uring-copy': {'opts': 'io_uring=on,io_path=copy', 'transport': 'uring'},
     # the Linux 7.3 guest: ADD_QUEUE and buffer pools
     'guest': {'opts': 'io_uring=on', 'transport': 'uring', 'queue_mode': 'bufpool'},
     # the same, with the run directory (every backing) on NFSv4.2 (ufs_nfs)
