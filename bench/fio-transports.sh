@@ -8,16 +8,23 @@
 #
 #   bench/fio-transports.sh [-t SECONDS] [-s SIZE_PER_JOB] [-c CONFIGS]
 #
-# CONFIGS is a comma list of native, dev (/dev/fuse), uring (io_uring with
-# the default zero_copy=auto), copy (io_uring, zero_copy=off) and zc
-# (io_uring, zero_copy=on, Linux 7.3); default native,dev,uring.  Extra
-# daemon options (workers=4, backing_direct_io=on) go in UFS_BENCH_OPTS.
+# CONFIGS is a comma list of
+#   native  the tmpfs itself
+#   dev     /dev/fuse, the daemon copying (io_uring=off,io_path=copy)
+#   copy    io_uring, the daemon copying (io_path=copy)
+#   pt      io_uring, kernel passthrough (io_path=passthrough)
+#   zc      io_uring, zero copy (io_path=zero_copy, Linux 7.3)
+#   uring   io_uring with the default settings (io_path=auto)
+#   base    the build in UFS_BASE_DAEMON with io_uring=on and its defaults:
+#           the baseline, e.g. the main branch from before a change
+# default native,dev,copy,pt,uring (and base when UFS_BASE_DAEMON is set).
+# Extra daemon options (workers=4, backing_direct_io=on) go in UFS_BENCH_OPTS.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 daemon=${UFS_DAEMON:-$top/daemon/uringfs}
 runtime=10
 size=256m
-configs=native,dev,uring
+configs=native,dev,copy,pt,uring${UFS_BASE_DAEMON:+,base}
 
 while getopts "t:s:c:" opt; do
 	case $opt in
@@ -31,7 +38,8 @@ done
 work=$(mktemp -d /tmp/ufs-bench.XXXXXX)
 mnt=$work/mnt
 declare -A mibs
-declare -A zc_opts=([uring]="" [copy]=",zero_copy=off" [zc]=",zero_copy=on")
+declare -A path_opts=([uring]="" [copy]=",io_path=copy" [pt]=",io_path=passthrough"
+	[zc]=",io_path=zero_copy")
 
 cleanup() {
 	if mountpoint -q "$mnt"; then
@@ -63,8 +71,9 @@ layout() {
 
 start_daemon() {
 	mkdir -p "$work/tmpfs/$1" "$mnt"
-	"$daemon" -o "$2${UFS_BENCH_OPTS:+,$UFS_BENCH_OPTS}" "$work/tmpfs/$1" "$mnt"
-	grep -E '^(transport|queue_mode|workers|zero_copy) ' "$mnt/.uringfs" | tr '\n' ' ' >&2
+	"${3:-$daemon}" -o "$2${UFS_BENCH_OPTS:+,$UFS_BENCH_OPTS}" "$work/tmpfs/$1" "$mnt"
+	grep -E '^(transport|queue_mode|workers|zero_copy|passthrough) ' "$mnt/.uringfs" |
+		tr '\n' ' ' >&2
 	echo >&2
 }
 
@@ -96,14 +105,20 @@ for config in "${wanted[@]}"; do
 		measure native "$work/tmpfs/native"
 		;;
 	dev)
-		start_daemon dev io_uring=off
+		start_daemon dev io_uring=off,io_path=copy
 		measure dev "$mnt"
 		stop_daemon
 		;;
-	uring | copy | zc)
+	uring | copy | pt | zc)
 		echo Y >/sys/module/fuse/parameters/enable_uring
-		start_daemon "$config" "io_uring=on${zc_opts[$config]}"
+		start_daemon "$config" "io_uring=on${path_opts[$config]}"
 		measure "$config" "$mnt"
+		stop_daemon
+		;;
+	base)
+		echo Y >/sys/module/fuse/parameters/enable_uring
+		start_daemon base io_uring=on "${UFS_BASE_DAEMON:?base needs UFS_BASE_DAEMON}"
+		measure base "$mnt"
 		stop_daemon
 		;;
 	*)
@@ -131,14 +146,16 @@ for t in "${tests[@]}"; do
 	done
 	echo "$row"
 done
-if [[ -n ${mibs[dev,randread,1m]:-} && -n ${mibs[uring,randread,1m]:-} ]]; then
+# Pairs worth a ratio of their own, where both ran.
+compare() {
+	local a=$1 b=$2 what=$3 t
+	[[ -n ${mibs[$a,randread,1m]:-} && -n ${mibs[$b,randread,1m]:-} ]] || return 0
 	echo
-	echo "uring / dev, 1 MiB random reads: $(ratio "${mibs[uring,randread,1m]}" "${mibs[dev,randread,1m]}")"
-fi
-if [[ -n ${mibs[copy,randread,1m]:-} && -n ${mibs[zc,randread,1m]:-} ]]; then
-	echo
-	for t in "randread 1m" "randwrite 1m" "randread 128k" "randwrite 128k"; do
+	for t in "${tests[@]}"; do
 		read -r rw bs <<<"$t"
-		echo "zero copy / copy, $rw $bs: $(ratio "${mibs[zc,$rw,$bs]}" "${mibs[copy,$rw,$bs]}")"
+		echo "$what, $rw $bs: $(ratio "${mibs[$a,$rw,$bs]}" "${mibs[$b,$rw,$bs]}")"
 	done
-fi
+}
+compare copy dev "io_uring copy / dev copy"
+compare zc pt "zero copy / passthrough"
+compare copy base "copy / baseline"

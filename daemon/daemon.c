@@ -42,6 +42,7 @@ int ufs_daemon_fs_open(struct ufs_daemon *d)
 	d->fs.conn = &d->conn;
 	d->fs.noatime = d->mount_opts.noatime;
 	d->fs.nodiratime = d->mount_opts.nodiratime;
+	d->fs.suid = d->mount_opts.suid;
 	d->fs.control_snapshot = control_snapshot;
 	d->fs.attr_stale = attr_stale;
 	d->fs.upcall_arg = d;

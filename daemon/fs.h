@@ -55,6 +55,7 @@ struct ufs_inode {
 	enum ufs_io_mode io_mode;	/* the data path of its opens (passthrough.c) */
 	uint32_t io_opens;		/* opens counted in io_mode */
 	int backing_id;			/* UFS_IO_PASSTHROUGH: the kernel's id */
+	enum ufs_backing_fs backing_fs;	/* set once, atomically, at the first open */
 	char control;			/* 1: the stats control file (no backing) */
 };
 
@@ -84,6 +85,7 @@ struct ufs_fs {
 	size_t root_path_len;
 	bool running_as_root;
 	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
+	bool suid;			/* the mount honours set-id bits at exec */
 	struct ufs_inode *root;
 
 	pthread_mutex_t inode_lock;	/* take before any inode->lock */

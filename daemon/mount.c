@@ -132,6 +132,9 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	}
 	if (!value && !strcmp(opt, "noatime"))
 		mo->noatime = mo->nodiratime = true;	/* and on to the kernel below */
+	/* The kernel's word is the last one; libfuse mounts nosuid unless told. */
+	if (!value && (!strcmp(opt, "suid") || !strcmp(opt, "nosuid")))
+		mo->suid = !strcmp(opt, "suid");	/* and on to the kernel below */
 	if (!value && !strcmp(opt, "nodiratime")) {
 		mo->nodiratime = true;
 		return 0;

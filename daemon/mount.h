@@ -20,6 +20,7 @@ struct ufs_mount_opts {
 	bool has_config;
 	bool noatime;		/* backing files are opened O_NOATIME */
 	bool nodiratime;	/* backing directories are */
+	bool suid;		/* set-id bits take effect at exec through the mount */
 };
 
 /*

@@ -11,8 +11,11 @@
  *    system clears set-id bits on a write only for a writer without it;
  *  - set-id files stay on the daemon path, where the kernel tells the daemon
  *    per write whether its caller may keep the bits (FUSE_WRITE_KILL_SUIDGID);
- *    a bit set while the file is passed through is cleared by any write,
- *    root's included (stricter than natively, never looser);
+ *    a set-uid bit, or a set-gid bit with group execute, set while the file
+ *    is passed through is cleared by any write, root's included (stricter
+ *    than natively, never looser); a set-gid bit without group execute
+ *    (which exec ignores) stays when the daemon is in the file's group;
+ *  - never on a suid mount (ufs_passthrough_start);
  *  - append-only and immutable files stay on the daemon path: a passthrough
  *    mmap reaches the backing file without the VFS's IS_APPEND check
  *    (mm/mmap.c checks the FUSE inode, which has no such flag);
@@ -97,6 +100,17 @@ enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd,
 		*why = "the mount's noatime (passthrough reads would set the backing files' atime)";
 		return UFS_PT_OFF;
 	}
+	/*
+	 * A passthrough write clears the backing file's set-id bits, but with
+	 * FUSE_HANDLE_KILLPRIV_V2 the kernel leaves the mount's cached mode to
+	 * the server, which never sees the write: until the attributes time
+	 * out, exec through a suid mount would honour bits the file no longer
+	 * has.  Without killpriv_v2 every write would cost a GETXATTR.
+	 */
+	if (fs->suid) {
+		*why = "the mount's suid (exec could honour set-id bits a passthrough write cleared)";
+		return UFS_PT_OFF;
+	}
 	ret = ioctl(dev_fd, FUSE_DEV_IOC_BACKING_OPEN, &map);
 	if (ret >= 0) {
 		/* Cannot happen for a directory; do not leak the id if it did. */
@@ -167,9 +181,9 @@ static void backing_close(struct ufs_fs *fs, int id)
 }
 
 /* Backing files whose reads and writes are not those of a regular file. */
-static bool pseudo_fs(long type)
+static bool pseudo_fs(unsigned long type)
 {
-	static const long magic[] = {
+	static const unsigned long magic[] = {
 		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
 		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC,
 		PSTOREFS_MAGIC, DEVPTS_SUPER_MAGIC, SELINUX_MAGIC, SMACK_MAGIC,
@@ -180,6 +194,41 @@ static bool pseudo_fs(long type)
 		if (type == magic[i])
 			return true;
 	return false;
+}
+
+/*
+ * Local file systems, where nothing happens at close(2) that the last
+ * release does not do as well: their opens need no FLUSH.  On NFS a close
+ * writes back and reports errors (close-to-open), so FLUSH stays.
+ */
+static bool local_fs(unsigned long type)
+{
+	static const unsigned long magic[] = {
+		EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC, TMPFS_MAGIC,
+		F2FS_SUPER_MAGIC, RAMFS_MAGIC,
+	};
+
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if (type == magic[i])
+			return true;
+	return false;
+}
+
+/* The inode's backing file system, learnt at its first open. */
+static enum ufs_backing_fs backing_fs(struct ufs_inode *inode, int fd)
+{
+	enum ufs_backing_fs kind = __atomic_load_n(&inode->backing_fs, __ATOMIC_RELAXED);
+	struct statfs sfs;
+
+	if (kind != UFS_BACKING_UNKNOWN)
+		return kind;
+	if (fstatfs(fd, &sfs))
+		return UFS_BACKING_PSEUDO;	/* unknown: the cautious answer, not kept */
+	kind = pseudo_fs(sfs.f_type) ? UFS_BACKING_PSEUDO :
+	       local_fs(sfs.f_type)  ? UFS_BACKING_LOCAL : UFS_BACKING_OTHER;
+	/* Racing first opens find the same answer. */
+	__atomic_store_n(&inode->backing_fs, kind, __ATOMIC_RELAXED);
+	return kind;
 }
 
 /* What keeps fd off passthrough, or UFS_PT_REFUSED_COUNT for nothing. */
@@ -202,10 +251,9 @@ static enum ufs_pt_refusal backing_attrs(int fd)
  */
 static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refusal *why)
 {
-	struct statfs sfs;
 	int id;
 
-	if (fstatfs(file->fd, &sfs) || pseudo_fs(sfs.f_type)) {
+	if (backing_fs(file->inode, file->fd) == UFS_BACKING_PSEUDO) {
 		*why = UFS_PT_REFUSED_PSEUDO;
 		return -1;
 	}
@@ -271,6 +319,13 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 
 	*backing_id = 0;
 	/*
+	 * FLUSH at close(2) does nothing a local backing file needs, unless
+	 * the daemon keeps POSIX locks, which FLUSH releases by owner.  Not
+	 * with the writeback cache: there the kernel flushes regardless.
+	 */
+	if (!fs->cfg->posix_locks && backing_fs(inode, file->fd) == UFS_BACKING_LOCAL)
+		*open_flags |= FOPEN_NOFLUSH;
+	/*
 	 * Not negotiated, or zero copy serves every open (io_path=auto on
 	 * Linux 7.3): no inode is ever passed through, nothing to keep.
 	 */
@@ -309,7 +364,8 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	count_refusal(req, why);
 	/* Only these may go with it (iomode.c: FOPEN_PASSTHROUGH_MASK). */
 	if (mode == UFS_IO_PASSTHROUGH)
-		*open_flags = FOPEN_PASSTHROUGH | (*open_flags & FOPEN_PARALLEL_DIRECT_WRITES);
+		*open_flags = FOPEN_PASSTHROUGH |
+			      (*open_flags & (FOPEN_PARALLEL_DIRECT_WRITES | FOPEN_NOFLUSH));
 out:
 	count_open(req, *open_flags);
 	return 0;

@@ -32,6 +32,14 @@ enum ufs_io_mode {
 	UFS_IO_PASSTHROUGH,	/* the kernel does them on inode->backing_id */
 };
 
+/* What an inode's backing file system is (inode->backing_fs). */
+enum ufs_backing_fs {
+	UFS_BACKING_UNKNOWN,	/* not opened yet */
+	UFS_BACKING_LOCAL,	/* ext4, xfs, btrfs, tmpfs...: close(2) does nothing there */
+	UFS_BACKING_OTHER,	/* NFS and the rest: FLUSH is kept */
+	UFS_BACKING_PSEUDO,	/* proc, sysfs...: never passed through */
+};
+
 /* Why an open that could have been passed through was not (stats). */
 enum ufs_pt_refusal {
 	UFS_PT_REFUSED_EPERM,	/* no CAP_SYS_ADMIN */

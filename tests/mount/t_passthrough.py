@@ -167,7 +167,7 @@ def setid_files_stay_with_the_daemon():
                   'os.pwrite(fd, b"z", 0)\n'
                   'os.close(fd)\n')
         r = subprocess.run(['capsh', '--drop=cap_fsetid', '--', '-c',
-                            f'exec python3 -c \'{script}\' {m.mnt}/t {m.src}/t'],
+                            f'exec /usr/bin/python3 -c \'{script}\' {m.mnt}/t {m.src}/t'],
                            capture_output=True, text=True)
         check_eq(r.returncode, 0, f'the writer under capsh: {r.stderr.strip()}')
         check_eq(os.stat(f'{m.src}/t').st_mode & 0o7777, 0o0755,
@@ -311,3 +311,49 @@ def forced_paths_are_kept():
         err = ufs.start_fails(['-o', 'io_path=zero_copy', ufs.run_dir()],
                               'zero copy without buffer pools')
         check('zero_copy' in err, f'message: {err}')
+
+
+EXEC_AS_WRITER = '''import os, sys
+target = sys.argv[1]
+fd = os.open(target, os.O_RDONLY)      # the inode is now open (passed through, where allowed)
+print("open", flush=True)
+sys.stdin.readline()                   # the set-uid bit is set meanwhile
+os.stat(target)                        # the mount caches the mode with the bit
+fd2 = os.open(target, os.O_WRONLY)
+with open("/usr/bin/whoami", "rb") as f:
+    os.write(fd2, f.read())
+os.close(fd2)
+os.close(fd)
+os.execv(target, [target])
+'''
+
+
+@case(mount=False, root=True, user=True)
+def suid_mount_never_passes_through():
+    """On a suid mount a user who rewrites a file made set-uid root while it was
+    open must not exec it as root: a passthrough write clears the backing file's
+    bit, but the mount's cached mode would keep it (killpriv_v2), so passthrough
+    stays off there; io_path=passthrough with suid refuses to start."""
+    require_own_io_path()
+    user = ufs.test_user()
+    with ufs.Mount(opts='allow_other,suid') as m:
+        shutil.copy('/usr/bin/id', f'{m.src}/h')
+        os.chown(f'{m.src}/h', 0, user.pw_gid)
+        os.chmod(f'{m.src}/h', 0o775)
+        p = subprocess.Popen(['setpriv', f'--reuid={user.pw_uid}', f'--regid={user.pw_gid}',
+                              '--init-groups', '/usr/bin/python3', '-c', EXEC_AS_WRITER, f'{m.mnt}/h'],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            check_eq(p.stdout.readline().strip(), 'open', 'the user\'s first open')
+            os.chmod(f'{m.src}/h', 0o4775)
+            time.sleep(1.2)     # past attr_timeout: the user's stat sees the bit
+            out, _ = p.communicate('\n', timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        check_eq(out.strip(), user.pw_name, 'who the rewritten program ran as')
+        check_eq(m.stats()['passthrough'], 'off', 'passthrough on a suid mount')
+        check('suid' in m.log_text(), 'the log does not say why')
+    err = ufs.start_fails(['-o', 'io_path=passthrough,suid', ufs.run_dir()],
+                          'passthrough on a suid mount')
+    check('suid' in err, f'message: {err}')
