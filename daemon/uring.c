@@ -98,6 +98,8 @@ static int uring_zero_copy_state(struct ufs_uring *u)
 	d->nr_queues = u->nr_queues;
 	if (!u->zc_wanted && d->cfg.zero_copy != UFS_SWITCH_OFF)
 		ufs_info("zero copy: off (the kernel has no FUSE-over-io_uring buffer pools, Linux 7.3)");
+	else if (!u->zc_wanted && d->cfg.io_path != UFS_IO_PATH_AUTO)
+		ufs_info("zero copy: off (io_path=%s)", ufs_io_path_name(d->cfg.io_path));
 	else if (on && on == u->nr_queues)
 		ufs_info("zero copy: on (%u queues)", on);
 	else if (u->zc_wanted)
