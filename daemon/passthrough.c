@@ -39,7 +39,8 @@
 #include "session.h"
 #include "worker.h"
 
-_Static_assert(UFS_PT_REFUSED_COUNT == sizeof(((struct ufs_stats *)0)->pt_refused) / sizeof(uint64_t),
+_Static_assert(UFS_PT_REFUSED_COUNT ==
+		       sizeof(((struct ufs_stats *)0)->pt_refused) / sizeof(uint64_t),
 	       "one counter per refusal");
 
 static const char *const state_names[] = {
@@ -80,11 +81,11 @@ static void state_lost_capability(struct ufs_fs *fs)
 
 	if (__atomic_compare_exchange_n(&fs->passthrough, &on, UFS_PT_EPERM, false,
 					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		ufs_warn("passthrough: BACKING_OPEN refused (EPERM): files are served by the daemon");
+		ufs_warn("passthrough: BACKING_OPEN refused (EPERM): files are served by the "
+			 "daemon");
 }
 
-enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd,
-						 const char **why)
+enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd, const char **why)
 {
 	/* A directory passes the capability check and fails after it (EISDIR). */
 	struct fuse_backing_map map = { .fd = fs->root_fd };
@@ -108,7 +109,8 @@ enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd,
 	 * has.  Without killpriv_v2 every write would cost a GETXATTR.
 	 */
 	if (fs->suid) {
-		*why = "the mount's suid (exec could honour set-id bits a passthrough write cleared)";
+		*why = "the mount's suid (exec could honour set-id bits a passthrough write "
+		       "cleared)";
 		return UFS_PT_OFF;
 	}
 	ret = ioctl(dev_fd, FUSE_DEV_IOC_BACKING_OPEN, &map);
@@ -184,10 +186,22 @@ static void backing_close(struct ufs_fs *fs, int id)
 static bool pseudo_fs(unsigned long type)
 {
 	static const unsigned long magic[] = {
-		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
-		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC,
-		PSTOREFS_MAGIC, DEVPTS_SUPER_MAGIC, SELINUX_MAGIC, SMACK_MAGIC,
-		0x19800202 /* mqueue */, 0x62656570 /* configfs */, 0x65735543 /* fusectl */,
+		PROC_SUPER_MAGIC,
+		SYSFS_MAGIC,
+		DEBUGFS_MAGIC,
+		TRACEFS_MAGIC,
+		SECURITYFS_MAGIC,
+		CGROUP_SUPER_MAGIC,
+		CGROUP2_SUPER_MAGIC,
+		BPF_FS_MAGIC,
+		EFIVARFS_MAGIC,
+		PSTOREFS_MAGIC,
+		DEVPTS_SUPER_MAGIC,
+		SELINUX_MAGIC,
+		SMACK_MAGIC,
+		0x19800202 /* mqueue */,
+		0x62656570 /* configfs */,
+		0x65735543 /* fusectl */,
 	};
 
 	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
@@ -204,8 +218,8 @@ static bool pseudo_fs(unsigned long type)
 static bool local_fs(unsigned long type)
 {
 	static const unsigned long magic[] = {
-		EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC, TMPFS_MAGIC,
-		F2FS_SUPER_MAGIC, RAMFS_MAGIC,
+		EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC,  BTRFS_SUPER_MAGIC,
+		TMPFS_MAGIC,	  F2FS_SUPER_MAGIC, RAMFS_MAGIC,
 	};
 
 	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
@@ -223,9 +237,10 @@ static enum ufs_backing_fs backing_fs(struct ufs_inode *inode, int fd)
 	if (kind != UFS_BACKING_UNKNOWN)
 		return kind;
 	if (fstatfs(fd, &sfs))
-		return UFS_BACKING_PSEUDO;	/* unknown: the cautious answer, not kept */
-	kind = pseudo_fs(sfs.f_type) ? UFS_BACKING_PSEUDO :
-	       local_fs(sfs.f_type)  ? UFS_BACKING_LOCAL : UFS_BACKING_OTHER;
+		return UFS_BACKING_PSEUDO; /* unknown: the cautious answer, not kept */
+	kind = pseudo_fs(sfs.f_type)  ? UFS_BACKING_PSEUDO
+	       : local_fs(sfs.f_type) ? UFS_BACKING_LOCAL
+				      : UFS_BACKING_OTHER;
 	/* Racing first opens find the same answer. */
 	__atomic_store_n(&inode->backing_fs, kind, __ATOMIC_RELAXED);
 	return kind;
@@ -237,7 +252,7 @@ static enum ufs_pt_refusal backing_attrs(int fd)
 	struct statx stx;
 
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_MODE, &stx))
-		return UFS_PT_REFUSED_OTHER;	/* unknown: the cautious answer */
+		return UFS_PT_REFUSED_OTHER; /* unknown: the cautious answer */
 	if (stx.stx_attributes & (STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE))
 		return UFS_PT_REFUSED_ATTR;
 	if (stx.stx_mode & (S_ISUID | S_ISGID))
@@ -268,8 +283,10 @@ static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refu
 		*why = UFS_PT_REFUSED_EPERM;
 	} else {
 		*why = id == -ELOOP ? UFS_PT_REFUSED_ELOOP : UFS_PT_REFUSED_OTHER;
-		ufs_log_once(UFS_LOG_INFO, "passthrough: BACKING_OPEN refused (%s): such files are "
-			     "served by the daemon", strerror(-id));
+		ufs_log_once(UFS_LOG_INFO,
+			     "passthrough: BACKING_OPEN refused (%s): such files are "
+			     "served by the daemon",
+			     strerror(-id));
 	}
 	return -1;
 }
@@ -281,9 +298,10 @@ static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refu
  */
 static int join_passthrough(struct ufs_file *file)
 {
-	if ((file->flags & O_ACCMODE) != O_RDONLY && backing_attrs(file->fd) == UFS_PT_REFUSED_ATTR) {
+	if ((file->flags & O_ACCMODE) != O_RDONLY &&
+	    backing_attrs(file->fd) == UFS_PT_REFUSED_ATTR) {
 		ufs_log_once(UFS_LOG_WARN, "passthrough: a writer of a file made append-only while "
-			     "open through the mount is refused (ETXTBSY)");
+					   "open through the mount is refused (ETXTBSY)");
 		return -ETXTBSY;
 	}
 	return 0;

@@ -20,34 +20,34 @@ struct ufs_req;
 
 /* What the daemon can do with passthrough, for the log and stats. */
 enum ufs_passthrough_state {
-	UFS_PT_OFF,		/* not negotiated, or switched off by the settings */
+	UFS_PT_OFF, /* not negotiated, or switched off by the settings */
 	UFS_PT_ON,
-	UFS_PT_EPERM,		/* negotiated, but BACKING_OPEN needs CAP_SYS_ADMIN */
+	UFS_PT_EPERM, /* negotiated, but BACKING_OPEN needs CAP_SYS_ADMIN */
 };
 
 /* The data path an inode's opens take (inode->io_mode, file->io_mode). */
 enum ufs_io_mode {
-	UFS_IO_NONE,		/* no open counted */
-	UFS_IO_DAEMON,		/* READ/WRITE come to the daemon: copy or zero copy */
-	UFS_IO_PASSTHROUGH,	/* the kernel does them on inode->backing_id */
+	UFS_IO_NONE, /* no open counted */
+	UFS_IO_DAEMON, /* READ/WRITE come to the daemon: copy or zero copy */
+	UFS_IO_PASSTHROUGH, /* the kernel does them on inode->backing_id */
 };
 
 /* What an inode's backing file system is (inode->backing_fs). */
 enum ufs_backing_fs {
-	UFS_BACKING_UNKNOWN,	/* not opened yet */
-	UFS_BACKING_LOCAL,	/* ext4, xfs, btrfs, tmpfs...: close(2) does nothing there */
-	UFS_BACKING_OTHER,	/* NFS and the rest: FLUSH is kept */
-	UFS_BACKING_PSEUDO,	/* proc, sysfs...: never passed through */
+	UFS_BACKING_UNKNOWN, /* not opened yet */
+	UFS_BACKING_LOCAL, /* ext4, xfs, btrfs, tmpfs...: close(2) does nothing there */
+	UFS_BACKING_OTHER, /* NFS and the rest: FLUSH is kept */
+	UFS_BACKING_PSEUDO, /* proc, sysfs...: never passed through */
 };
 
 /* Why an open that could have been passed through was not (stats). */
 enum ufs_pt_refusal {
-	UFS_PT_REFUSED_EPERM,	/* no CAP_SYS_ADMIN */
-	UFS_PT_REFUSED_ELOOP,	/* backing file system too deeply stacked */
-	UFS_PT_REFUSED_MIXED,	/* the inode has daemon-path opens */
-	UFS_PT_REFUSED_ATTR,	/* append-only or immutable backing file */
-	UFS_PT_REFUSED_SETID,	/* set-id bits: the daemon clears them per caller */
-	UFS_PT_REFUSED_PSEUDO,	/* proc, sysfs and the like */
+	UFS_PT_REFUSED_EPERM, /* no CAP_SYS_ADMIN */
+	UFS_PT_REFUSED_ELOOP, /* backing file system too deeply stacked */
+	UFS_PT_REFUSED_MIXED, /* the inode has daemon-path opens */
+	UFS_PT_REFUSED_ATTR, /* append-only or immutable backing file */
+	UFS_PT_REFUSED_SETID, /* set-id bits: the daemon clears them per caller */
+	UFS_PT_REFUSED_PSEUDO, /* proc, sysfs and the like */
 	UFS_PT_REFUSED_OTHER,
 	UFS_PT_REFUSED_COUNT,
 };
@@ -56,8 +56,7 @@ enum ufs_pt_refusal {
  * After INIT: state from the negotiation and a BACKING_OPEN probe on
  * dev_fd.  why is set when the state is not UFS_PT_ON.
  */
-enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd,
-						 const char **why);
+enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd, const char **why);
 const char *ufs_passthrough_state_name(enum ufs_passthrough_state state);
 const char *ufs_pt_refusal_name(enum ufs_pt_refusal why);
 
