@@ -24,7 +24,8 @@ struct init_settings {
 	uint32_t max_write;
 	uint16_t request_timeout;
 	uint8_t bools;		/* bit 7: want_uring */
-	uint8_t enums;		/* readdirplus, io_uring; bits 4-5: page size, 6: page cap */
+	uint8_t enums;		/* readdirplus, io_uring; bits 4-5: page size, 6: page cap,
+				 * 7: io_path=copy */
 };
 
 enum {
@@ -69,8 +70,11 @@ static uint64_t forbidden(const struct ufs_config *cfg, bool want_uring)
 		f |= FUSE_REQUEST_TIMEOUT;
 	if (!want_uring)
 		f |= FUSE_OVER_IO_URING;
+	if (cfg->writeback_cache || cfg->io_path == UFS_IO_PATH_COPY ||
+	    cfg->io_path == UFS_IO_PATH_ZERO_COPY)
+		f |= FUSE_PASSTHROUGH;
 	/* Features the daemon does not implement, whatever the kernel offers. */
-	f |= FUSE_PASSTHROUGH | FUSE_MAP_ALIGNMENT | FUSE_SUBMOUNTS | FUSE_SECURITY_CTX |
+	f |= FUSE_MAP_ALIGNMENT | FUSE_SUBMOUNTS | FUSE_SECURITY_CTX |
 	     FUSE_HAS_INODE_DAX | FUSE_DIRECT_IO_ALLOW_MMAP | FUSE_ALLOW_IDMAP |
 	     FUSE_NO_OPEN_SUPPORT | FUSE_NO_OPENDIR_SUPPORT | FUSE_EXPLICIT_INVAL_DATA |
 	     FUSE_ABORT_ERROR | FUSE_HAS_EXPIRE_ONLY | FUSE_HAS_RESEND | FUSE_NO_EXPORT_SUPPORT;
@@ -95,6 +99,7 @@ static void settings(const struct init_settings *s, struct ufs_config *cfg)
 	cfg->cache_symlinks = s->bools & B_MISC;
 	cfg->readdirplus = (s->enums & 3) % 3;
 	cfg->io_uring = ((s->enums >> 2) & 3) % 3;
+	cfg->io_path = s->enums & 0x80 ? UFS_IO_PATH_COPY : UFS_IO_PATH_AUTO;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -163,6 +168,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check(!(accepted & forbidden(&cfg, want_uring)),
 		   "accepted 0x%llx that the settings or the daemon rule out",
 		   (unsigned long long)(accepted & forbidden(&cfg, want_uring)));
+	fuzz_check(!(accepted & FUSE_PASSTHROUGH) == !out.max_stack_depth &&
+			   out.max_stack_depth <= 1 && conn.passthrough == !!(accepted & FUSE_PASSTHROUGH),
+		   "passthrough 0x%llx with max_stack_depth %u",
+		   (unsigned long long)(accepted & FUSE_PASSTHROUGH), out.max_stack_depth);
+	fuzz_check(conn.passthrough || conn.passthrough_off_reason, "passthrough off without a reason");
 	fuzz_check(conn.minor == (full.minor < UFS_FUSE_MINOR ? full.minor : UFS_FUSE_MINOR),
 		   "minor %u for a kernel speaking %u", conn.minor, full.minor);
 
