@@ -173,12 +173,15 @@ transport() {
 	rm -rf "$tmp/$1-plain" "$tmp/$1-unit"
 }
 
-transport dev
-
 # enable_uring is global: fallback.sh takes this lock exclusively to switch
-# it off; the io_uring runs hold it shared.
+# it off; the io_uring runs hold it shared.  The /dev/fuse runs too: some of
+# their cases depend on it (t_mount: ring_setup_failure_serves_dev), and the
+# two runs compared must see the same setting.
 exec {lock}>/run/lock/uringfs-enable_uring
 flock -s "$lock"
+
+transport dev
+
 if [[ -w $param && $(cat "$param") != Y ]]; then
 	echo Y >"$param" # what scripts/test-setup does
 fi
