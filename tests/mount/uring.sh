@@ -17,4 +17,5 @@ flock -s "$lock"
 cause=$(ufs_uring_cause)
 [[ -z $cause ]] || ufs_cannot_run "FUSE-over-io_uring: $cause"
 
-exec /usr/bin/python3 "$here/run.py" --variant uring
+# uring-copy.sh runs this script with its own variant.
+exec /usr/bin/python3 "$here/run.py" --variant "${1:-uring}"
