@@ -17,5 +17,5 @@ flock -s "$lock"
 cause=$(ufs_uring_cause)
 [[ -z $cause ]] || ufs_cannot_run "FUSE-over-io_uring: $cause"
 
-# uring-copy.sh runs this script with its own variant.
+# uring-small.sh and uring-copy.sh run this script with their variants.
 exec /usr/bin/python3 "$here/run.py" --variant "${1:-uring}"
