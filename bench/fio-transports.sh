@@ -6,7 +6,7 @@
 # and 128 KiB on a tmpfs backing directory.  Prints MiB/s and the ratio to
 # native tmpfs.  Root only (tmpfs, enable_uring).  Not a test: numbers only.
 #
-#   bench/fio-transports.sh [-t SECONDS] [-s SIZE_PER_JOB] [-c CONFIGS]
+#   bench/fio-transports.sh [-t SECONDS] [-s SIZE_PER_JOB] [-c CONFIGS] [-r ROUNDS]
 #
 # CONFIGS is a comma list of
 #   native  the tmpfs itself
@@ -18,19 +18,24 @@
 #   base    the build in UFS_BASE_DAEMON with io_uring=on and its defaults:
 #           the baseline, e.g. the main branch from before a change
 # default native,dev,copy,pt,uring (and base when UFS_BASE_DAEMON is set).
+# With -r, the configs run ROUNDS times in turn (native, dev, ..., native,
+# dev, ...) and the table shows each cell's median, so a slow minute of the
+# machine falls on every config alike.
 # Extra daemon options (workers=4, backing_direct_io=on) go in UFS_BENCH_OPTS.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 daemon=${UFS_DAEMON:-$top/daemon/uringfs}
 runtime=10
 size=256m
+rounds=1
 configs=native,dev,copy,pt,uring${UFS_BASE_DAEMON:+,base}
 
-while getopts "t:s:c:" opt; do
+while getopts "t:s:c:r:" opt; do
 	case $opt in
 	t) runtime=$OPTARG ;;
 	s) size=$OPTARG ;;
 	c) configs=$OPTARG ;;
+	r) rounds=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
@@ -84,54 +89,69 @@ stop_daemon() {
 
 tests=("randread 1m" "randwrite 1m" "randread 128k" "randwrite 128k")
 
+# Each round's MiB/s go in runs[config,rw,bs] as a space-separated list.
+declare -A runs
 measure() {
-	local config=$1 dir=$2 t
+	local config=$1 dir=$2 t value
 	layout "$dir"
 	for t in "${tests[@]}"; do
 		read -r rw bs <<<"$t"
-		mibs[$config,$rw,$bs]=$(run_fio "$dir" "$rw" "$bs")
-		echo "$config $rw $bs: ${mibs[$config,$rw,$bs]} MiB/s" >&2
+		value=$(run_fio "$dir" "$rw" "$bs")
+		runs[$config,$rw,$bs]="${runs[$config,$rw,$bs]:-} $value"
+		echo "$config $rw $bs: $value MiB/s" >&2
 	done
+}
+
+median() {
+	python3 -c 'import statistics, sys; print("%.0f" % statistics.median(map(float, sys.argv[1:])))' "$@"
 }
 
 mkdir -p "$work/tmpfs"
 mount -t tmpfs -o size=8g tmpfs "$work/tmpfs"
 uname -r >&2
 IFS=, read -ra wanted <<<"$configs"
-for config in "${wanted[@]}"; do
-	case $config in
-	native)
-		mkdir -p "$work/tmpfs/native"
-		measure native "$work/tmpfs/native"
-		;;
-	dev)
-		start_daemon dev io_uring=off,io_path=copy
-		measure dev "$mnt"
-		stop_daemon
-		;;
-	uring | copy | pt | zc)
-		echo Y >/sys/module/fuse/parameters/enable_uring
-		start_daemon "$config" "io_uring=on${path_opts[$config]}"
-		measure "$config" "$mnt"
-		stop_daemon
-		;;
-	base)
-		echo Y >/sys/module/fuse/parameters/enable_uring
-		start_daemon base io_uring=on "${UFS_BASE_DAEMON:?base needs UFS_BASE_DAEMON}"
-		measure base "$mnt"
-		stop_daemon
-		;;
-	*)
-		echo "unknown config $config" >&2
-		exit 2
-		;;
-	esac
+for ((round = 1; round <= rounds; round++)); do
+	((rounds == 1)) || echo "round $round of $rounds" >&2
+	for config in "${wanted[@]}"; do
+		case $config in
+		native)
+			mkdir -p "$work/tmpfs/native"
+			measure native "$work/tmpfs/native"
+			;;
+		dev)
+			start_daemon dev io_uring=off,io_path=copy
+			measure dev "$mnt"
+			stop_daemon
+			;;
+		uring | copy | pt | zc)
+			echo Y >/sys/module/fuse/parameters/enable_uring
+			start_daemon "$config" "io_uring=on${path_opts[$config]}"
+			measure "$config" "$mnt"
+			stop_daemon
+			;;
+		base)
+			echo Y >/sys/module/fuse/parameters/enable_uring
+			start_daemon base io_uring=on "${UFS_BASE_DAEMON:?base needs UFS_BASE_DAEMON}"
+			measure base "$mnt"
+			stop_daemon
+			;;
+		*)
+			echo "unknown config $config" >&2
+			exit 2
+			;;
+		esac
+	done
+done
+for key in "${!runs[@]}"; do
+	# shellcheck disable=SC2086 # the list splits on purpose
+	mibs[$key]=$(median ${runs[$key]})
 done
 
 ratio() {
 	python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2fx' % (a / b) if b else '-')" "$1" "$2"
 }
 
+((rounds == 1)) || printf '\nmedians of %d rounds, configs in turn\n' "$rounds"
 printf '\n| test | %s |\n' "$(printf '%s MiB/s | ' "${wanted[@]}" | sed 's/ | $//')"
 printf '|---|%s\n' "$(printf -- '---|%.0s' "${wanted[@]}")"
 for t in "${tests[@]}"; do

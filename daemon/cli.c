@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "stats.h"
 
 enum {
 	OPT_CONFIG = 256,
 	OPT_CHECK_CONFIG,
 	OPT_PRINT_CONFIG,
 	OPT_STATS,
+	OPT_FORMAT,
 	OPT_VERSION,
 	OPT_ZERO_COPY,
 	OPT_NO_ZERO_COPY,
@@ -34,6 +36,7 @@ static const struct option long_options[] = {
 	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
 	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
 	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "zero-copy", no_argument, NULL, OPT_ZERO_COPY },
 	{ "no-zero-copy", no_argument, NULL, OPT_NO_ZERO_COPY },
 	{ "set", required_argument, NULL, OPT_SET },
@@ -46,7 +49,7 @@ static void usage(FILE *out)
 		"Usage: uringfs [OPTIONS] SOURCE MOUNTPOINT\n"
 		"       uringfs --check-config FILE\n"
 		"       uringfs --print-config [OPTIONS] [SOURCE MOUNTPOINT]\n"
-		"       uringfs --stats MOUNTPOINT\n"
+		"       uringfs --stats MOUNTPOINT [--format=text|prometheus]\n"
 		"\n"
 		"Serve the directory SOURCE at MOUNTPOINT through FUSE, over io_uring where\n"
 		"the kernel offers it.\n"
@@ -62,6 +65,7 @@ static void usage(FILE *out)
 		"      --check-config FILE validate FILE and exit\n"
 		"      --print-config      print the effective settings and their sources\n"
 		"      --stats MOUNTPOINT  print the counters of a running mount\n"
+		"      --format=prometheus with --stats: Prometheus's text format\n"
 		"  -h, --help              this text\n"
 		"      --version           the version\n",
 		UFS_DEFAULT_CONFIG);
@@ -91,6 +95,7 @@ static int cli_set_pair(struct ufs_daemon *d, char *pair)
 int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **argv)
 {
 	struct ufs_config_error err;
+	bool format_given = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "hfdo:", long_options, NULL)) != -1) {
@@ -132,6 +137,15 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 		case OPT_STATS:
 			cli->stats_mountpoint = optarg;
 			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "text") && strcmp(optarg, "prometheus")) {
+				fprintf(stderr, "uringfs: --format=%s: expected text or prometheus\n",
+					optarg);
+				return 1;
+			}
+			cli->stats_prometheus = !strcmp(optarg, "prometheus");
+			format_given = true;
+			break;
 		case OPT_ZERO_COPY:
 		case OPT_NO_ZERO_COPY:
 			if (cli_set(d, "zero_copy", c == OPT_ZERO_COPY ? "on" : "off"))
@@ -148,6 +162,10 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	}
 	if (cli->debug && cli_set(d, "log_level", "debug"))
 		return 1;
+	if (format_given && !cli->stats_mountpoint) {
+		fprintf(stderr, "uringfs: --format is for --stats\n");
+		return 1;
+	}
 	if (cli->check_config || cli->stats_mountpoint)
 		return 0;
 	/* mount.fuse3 puts -o after the positional arguments: getopt permutes them. */
@@ -197,11 +215,15 @@ int ufs_cli_check_config(const char *path)
 	return 0;
 }
 
-int ufs_cli_print_stats(struct ufs_daemon *d, const char *mountpoint)
+int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 {
+	const char *mountpoint = cli->stats_mountpoint;
 	char path[PATH_MAX], buf[4096];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
 	ssize_t n;
-	int fd;
+	int fd, ret;
 
 	if (ufs_cli_load_config(&d->cfg))
 		return 1;
@@ -215,10 +237,31 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const char *mountpoint)
 		fprintf(stderr, "uringfs: %s: %m (is %s a uringfs mount?)\n", path, mountpoint);
 		return 1;
 	}
+	/* One snapshot, whole: the control file's text is taken at open. */
+	f = open_memstream(&text, &len);
+	if (!f) {
+		close(fd);
+		return 1;
+	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, n, stdout);
+		fwrite(buf, 1, n, f);
+	if (n < 0)
+		fprintf(stderr, "uringfs: %s: %m\n", path);
 	close(fd);
-	return n < 0 ? 1 : 0;
+	if (fclose(f) || n < 0) {
+		free(text);
+		return 1;
+	}
+	if (cli->stats_prometheus)
+		ret = ufs_stats_prometheus(text, mountpoint, stdout);
+	else
+		ret = fwrite(text, 1, len, stdout) == len ? 0 : -EIO;
+	free(text);
+	if (!ret && fflush(stdout))
+		ret = -errno;
+	if (ret)
+		fprintf(stderr, "uringfs: writing the stats: %s\n", strerror(-ret));
+	return ret ? 1 : 0;
 }
 
 int ufs_cli_check_dir(const char *what, const char *path)

@@ -13,6 +13,7 @@
 struct ufs_cli {
 	const char *check_config;	/* --check-config FILE */
 	const char *stats_mountpoint;	/* --stats MOUNTPOINT */
+	bool stats_prometheus;		/* --format=prometheus */
 	bool print_config;
 	bool debug;
 };
@@ -23,8 +24,8 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 int ufs_cli_load_config(struct ufs_config *cfg);
 /* --check-config FILE: the exit status. */
 int ufs_cli_check_config(const char *path);
-/* --stats MOUNTPOINT: the control file's text on stdout; the exit status. */
-int ufs_cli_print_stats(struct ufs_daemon *d, const char *mountpoint);
+/* --stats MOUNTPOINT: the control file's text (or Prometheus's) on stdout; the exit status. */
+int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli);
 /* path must be a directory; else the error on stderr. */
 int ufs_cli_check_dir(const char *what, const char *path);
 

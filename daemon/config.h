@@ -98,6 +98,7 @@ struct ufs_config {
 	int readdirplus;		/* enum ufs_readdirplus */
 	bool killpriv_v2;
 	bool export_support;
+	unsigned int export_inodes;	/* forgotten node ids kept for file handles */
 	bool cache_symlinks;
 	bool parallel_dirops;
 	bool async_read;

@@ -115,6 +115,19 @@ static void count_request(struct ufs_req *req)
 	ufs_stat_add(&st->requests[opcode < UFS_OPCODE_MAX ? opcode : 0], 1);
 }
 
+/*
+ * The kernel's export operations look up "." (fuse_get_dentry) and ".."
+ * (fuse_get_parent) of node ids it may have sent FORGET for: only these
+ * may bring a forgotten node id back.
+ */
+static bool is_export_lookup(const struct ufs_req *req)
+{
+	const char *name = req->args.name;
+
+	return req->in->opcode == FUSE_LOOKUP && name[0] == '.' &&
+	       (!name[1] || (name[1] == '.' && !name[2]));
+}
+
 void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *msg)
 {
 	const char *why;
@@ -146,6 +159,8 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 	}
 	if (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_INODE) {
 		req->inode = ufs_inode_get(fs, req->in->nodeid);
+		if (!req->inode && is_export_lookup(req))
+			req->inode = ufs_inode_revive(fs, req->in->nodeid);
 		if (!req->inode) {
 			ufs_log_once(UFS_LOG_WARN, "%s for nodeid=%llu, unknown or unlinked: ESTALE",
 				     ufs_opcode_name(req->in->opcode),

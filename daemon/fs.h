@@ -59,6 +59,29 @@ struct ufs_inode {
 	char control;			/* 1: the stats control file (no backing) */
 };
 
+/*
+ * Node ids the kernel forgot, kept for its file handles (export.c).
+ * Protected by fs->inode_lock.
+ */
+struct ufs_export;
+struct ufs_exports {
+	struct ufs_export **by_id, **by_key;
+	size_t buckets, count;
+	unsigned int limit;		/* export_inodes; 0 keeps none */
+	struct ufs_export *oldest;	/* a list, oldest first ... */
+	struct ufs_export **newest_link;	/* ... and where the next one is linked */
+	uint64_t revived, stale, expired;	/* LOOKUP "." served, gone, dropped by limit */
+};
+
+/* A record copied out to reopen its file without the lock. */
+struct ufs_export_copy {
+	struct file_handle *handle;	/* malloc'ed */
+	dev_t dev;
+	ino_t ino;
+	mode_t type;
+	int mount_fd;
+};
+
 /* An open file or directory, referenced by the fh the kernel holds. */
 struct ufs_file {
 	int fd;				/* -1 for the control file */
@@ -105,6 +128,7 @@ struct ufs_fs {
 		int fd;
 	} mount_fds[64];
 	unsigned int nmount_fds;
+	struct ufs_exports exports;	/* inode_lock */
 
 	pthread_mutex_t file_lock;	/* protects the handle table's free list */
 	struct ufs_file ***file_chunks;
@@ -160,6 +184,20 @@ size_t ufs_inode_count(struct ufs_fs *fs);
 int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
+
+struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid);
+void ufs_inode_add_lookup(struct ufs_fs *fs, struct ufs_inode *inode);
+void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out);
+
+/* export.c, all called with inode_lock */
+int ufs_exports_init(struct ufs_exports *ex, unsigned int limit);
+void ufs_exports_destroy(struct ufs_exports *ex);
+void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inode);
+uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
+				   const struct file_handle *handle);
+int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
+			   struct ufs_export_copy *out);
+bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid);
 
 /* handle.c: the fh table */
 int ufs_file_table_init(struct ufs_fs *fs);

@@ -24,11 +24,34 @@ static int stat_inode(struct ufs_inode *inode, struct stat *st)
 	return fstatat(inode->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
+/*
+ * LOOKUP "." comes only from file handles (fuse_get_dentry), for a node id
+ * of any type whose inode the kernel no longer has: the inode itself.
+ */
+static ssize_t lookup_self(struct ufs_fs *fs, struct ufs_inode *inode, struct fuse_entry_out *e)
+{
+	struct stat st;
+	int ret;
+
+	if (inode->control) {
+		ufs_control_stat(fs, &st);
+	} else {
+		ret = stat_inode(inode, &st);
+		if (ret)
+			return ret;
+	}
+	ufs_inode_add_lookup(fs, inode);
+	ufs_fill_entry(fs, e, inode, &st);
+	return sizeof(*e);
+}
+
 ssize_t ufs_op_lookup(struct ufs_fs *fs, struct ufs_req *req)
 {
 	struct fuse_entry_out *e = req->out;
 	int ret;
 
+	if (!strcmp(req->args.name, "."))
+		return lookup_self(fs, req->inode, e);
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
 	ret = ufs_do_lookup(fs, req->inode, req->args.name, e);

@@ -14,6 +14,8 @@
  * pinned (refs > 0: a request or an open file uses it) or among the
  * fd_cache most recently unpinned; evicted ones are reopened by handle on
  * their next use.  File systems without handles keep a descriptor per inode.
+ * An entry that dies leaves its handle in export.c, so the kernel can find
+ * the node id again from a file handle (LOOKUP "."): ufs_inode_revive.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +46,8 @@ int ufs_inode_table_init(struct ufs_fs *fs)
 	fs->buckets = INODE_MIN_BUCKETS;
 	fs->by_id = calloc(fs->buckets, sizeof(*fs->by_id));
 	fs->by_key = calloc(fs->buckets, sizeof(*fs->by_key));
-	if (!fs->by_id || !fs->by_key) {
+	if (!fs->by_id || !fs->by_key ||
+	    ufs_exports_init(&fs->exports, fs->cfg->export_support ? fs->cfg->export_inodes : 0)) {
 		free(fs->by_id);
 		free(fs->by_key);
 		return -ENOMEM;
@@ -308,6 +311,7 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
 	free(fs->by_id);
 	free(fs->by_key);
 	fs->by_id = fs->by_key = NULL;
+	ufs_exports_destroy(&fs->exports);
 	for (unsigned int i = 0; i < fs->nmount_fds; i++)
 		close(fs->mount_fds[i].fd);
 	fs->nmount_fds = 0;
@@ -448,8 +452,10 @@ static bool inode_unused(const struct ufs_inode *inode)
 	       !inode->control;
 }
 
+/* A dead inode leaves the tables; its handle stays behind in export.c. */
 static void inode_release_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	ufs_export_keep_locked(&fs->exports, inode);
 	table_unlink(fs, inode);
 	lru_remove(fs, inode);
 	if (inode->handle && inode->fd >= 0)
@@ -566,7 +572,11 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	}
 	if (inode)
 		key_unlink(fs, inode);
-	fresh->nodeid = fs->next_nodeid++;
+	/* A file the kernel forgot comes back under its old node id, for its handles. */
+	fresh->nodeid = ufs_export_reclaim_locked(&fs->exports, fresh->dev, fresh->ino,
+						  fresh->handle);
+	if (!fresh->nodeid)
+		fresh->nodeid = fs->next_nodeid++;
 	fresh->nlookup = 1;
 	if (fs->inode_count >= fs->buckets)
 		table_grow(fs);
@@ -580,6 +590,100 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	close_evicted(evict, 2);
 	*out = fresh;
 	return 0;
+}
+
+/*
+ * The kernel asks for a node id it forgot (LOOKUP "." from a file handle):
+ * bring the inode back from its export record, pinned for the request with
+ * no kernel lookups yet.  NULL (ESTALE) if there is no record, or the file
+ * is gone or no longer a directory inside SOURCE.  A file other than a
+ * directory cannot be walked up; like the kernel's cached inode, its node
+ * id keeps naming it wherever it was renamed.
+ */
+struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
+{
+	struct ufs_export_copy rec;
+	struct ufs_inode *inode = NULL, *fresh = NULL;
+	bool again;
+	struct stat st;
+	int fd, ret;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	ret = ufs_export_copy_locked(&fs->exports, nodeid, &rec);
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (ret)
+		return ufs_inode_get(fs, nodeid);	/* revived meanwhile, or none */
+
+	fd = open_by_handle_at(rec.mount_fd, rec.handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		ret = -errno;
+	else if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	if (!ret && (st.st_dev != rec.dev || st.st_ino != rec.ino ||
+		     (st.st_mode & S_IFMT) != rec.type))
+		ret = -ESTALE;
+	if (!ret && S_ISDIR(st.st_mode))
+		ret = ufs_check_beneath_fd(fs, fd);
+	if (!ret) {
+		fresh = calloc(1, sizeof(*fresh));
+		if (!fresh || pthread_mutex_init(&fresh->lock, NULL)) {
+			free(fresh);
+			fresh = NULL;
+			ret = -ENOMEM;
+		} else {
+			fresh->fd = -1;
+		}
+	}
+
+	pthread_mutex_lock(&fs->inode_lock);
+	again = find_by_id(fs, nodeid) != NULL;	/* another LOOKUP revived it first */
+	if (again) {
+		;
+	} else if (ret) {
+		if (ret != -ENOMEM && ufs_export_drop_locked(&fs->exports, nodeid))
+			fs->exports.stale++;
+	} else if (ufs_export_drop_locked(&fs->exports, nodeid)) {
+		fresh->nodeid = nodeid;
+		fresh->dev = rec.dev;
+		fresh->ino = rec.ino;
+		fresh->type = rec.type;
+		fresh->handle = rec.handle;
+		fresh->mount_fd = rec.mount_fd;
+		fresh->fd = fd;
+		fresh->refs = 1;
+		rec.handle = NULL;
+		fd = -1;
+		if (fs->inode_count >= fs->buckets)
+			table_grow(fs);
+		table_link(fs, fresh);
+		fs->inode_count++;
+		fs->fds_open++;
+		fs->exports.revived++;
+		inode = fresh;
+		fresh = NULL;
+	}
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (fd >= 0)
+		close(fd);
+	if (fresh)
+		inode_free(fs, fresh);
+	free(rec.handle);
+	return again ? ufs_inode_get(fs, nodeid) : inode;
+}
+
+/* One more kernel lookup of an inode a request holds (LOOKUP "."). */
+void ufs_inode_add_lookup(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	pthread_mutex_lock(&fs->inode_lock);
+	inode->nlookup++;
+	pthread_mutex_unlock(&fs->inode_lock);
+}
+
+void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out)
+{
+	pthread_mutex_lock(&fs->inode_lock);
+	*out = fs->exports;
+	pthread_mutex_unlock(&fs->inode_lock);
 }
 
 /* The root: nodeid FUSE_ROOT_ID, never forgotten, owns fd (SOURCE). */

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	if (cli.check_config)
 		return ufs_cli_check_config(cli.check_config);
 	if (cli.stats_mountpoint)
-		return ufs_cli_print_stats(d, cli.stats_mountpoint);
+		return ufs_cli_print_stats(d, &cli);
 	if (ufs_cli_load_config(&d->cfg))
 		return 1;
 	if (cli.print_config) {

@@ -61,6 +61,7 @@ static void put_op(FILE *f, unsigned int op, uint64_t count)
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 {
 	struct ufs_stats total;
+	struct ufs_exports exports;
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f;
@@ -109,6 +110,11 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		put_u64(f, name, total.pt_refused[i]);
 	}
 	put_u64(f, "inodes", ufs_inode_count(&d->fs));
+	ufs_inode_export_stats(&d->fs, &exports);
+	put_u64(f, "export_nodeids", exports.count);
+	put_u64(f, "export_revived", exports.revived);
+	put_u64(f, "export_stale", exports.stale);
+	put_u64(f, "export_expired", exports.expired);
 	for (unsigned int op = 1; op < UFS_OPCODE_MAX; op++)
 		put_op(f, op, total.requests[op]);
 	for (unsigned int i = 0; i < d->nworkers; i++) {

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define UFS_OPCODE_MAX 64
 
@@ -45,5 +46,8 @@ static inline uint64_t ufs_stat_read(const uint64_t *counter)
 
 /* dst += src, field by field. */
 void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src);
+
+/* stats_prom.c: the `name value` text in Prometheus's text format. */
+int ufs_stats_prometheus(const char *text, const char *mountpoint, FILE *out);
 
 #endif /* UFS_STATS_H */

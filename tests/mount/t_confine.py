@@ -280,15 +280,15 @@ def source_inodes(tree):
 @case(root=True, mount=False)
 def file_handles_stay_inside():
     """Handles of names inside the mount open those same inodes while known,
-    and give ESTALE (or the same inode) after the kernel forgot them; forged
-    FUSE handles (other node ids) give ESTALE or an inode of the source,
-    never the canary."""
+    and after the kernel forgot them (the daemon's export records); forged
+    FUSE handles (other node ids) give ESTALE or an inode of the source (or
+    the control file), never the canary."""
     with confined('entry_timeout=0,attr_timeout=0') as (m, t):
         names = ['inside', 'sub', 'sub/deeper', 'abs']
         handles = {}
         for n in names:     # name_to_handle_at does not follow the last link
             handles[n] = sx.name_to_handle_at(f'{m.mnt}/{n}')
-        inside = source_inodes(t)
+        inside = source_inodes(t) | {os.stat(f'{m.mnt}/{ufs.CONTROL}').st_ino}
         canary_ino = os.stat(t.canary).st_ino
         with opened(m.mnt, os.O_RDONLY | os.O_DIRECTORY) as root:
             def try_open(handle, what):
@@ -310,6 +310,8 @@ def file_handles_stay_inside():
             ufs.drop_caches(2)
             after = {n: try_open(h, f'handle of {n} after drop_caches')
                      for n, h in handles.items()}
+            check_eq(after, {n: os.lstat(f'{t.src}/{n}').st_ino for n in names},
+                     'inodes opened by the handles after drop_caches')
             forged = {}
             htype, data, _ = handles['inside']
             if htype in (0x81, 0x82) and len(data) >= 12:   # FUSE: nodeid hi, lo, generation

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Description: the control file's counters in Prometheus's text format.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "tap.h"
+
+static char *convert(const char *text, const char *mountpoint)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (ufs_stats_prometheus(text, mountpoint, f)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* How many times needle occurs in hay. */
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Every line is a comment or `name{labels} value`, and a family's samples are together. */
+static int well_formed(const char *out)
+{
+	char families[64][96];
+	int nfam = 0;
+	char last[96] = "";
+
+	for (const char *line = out; *line;) {
+		const char *end = strchr(line, '\n');
+		char name[96];
+		size_t n;
+
+		if (!end)
+			return 0;
+		if (*line != '#') {
+			n = strcspn(line, "{ ");
+			if (!n || n >= sizeof(name) || line[n] != '{' || !memchr(line, '}', end - line))
+				return 0;
+			memcpy(name, line, n);
+			name[n] = '\0';
+			if (strcmp(name, last)) {
+				for (int i = 0; i < nfam; i++) {
+					if (!strcmp(families[i], name))
+						return 0;	/* the family came back later */
+				}
+				if (nfam == 64)
+					return 0;
+				strcpy(families[nfam++], name);
+				strcpy(last, name);
+			}
+		}
+		line = end + 1;
+	}
+	return 1;
+}
+
+int main(void)
+{
+	const char *text = "transport uring\n"
+			   "queue_mode per-entry\n"
+			   "workers 2\n"
+			   "protocol 7.45\n"
+			   "errors 3\n"
+			   "inodes 12\n"
+			   "op_lookup 40\n"
+			   "op_getattr 7\n"
+			   "worker0_requests_ring 5\n"
+			   "worker0_errors 1\n"
+			   "worker1_requests_ring 6\n"
+			   "worker1_errors 2\n";
+	char *out = convert(text, "/mnt/a \"b\"\\c");
+
+	ok(out != NULL, "converted");
+	if (!out)
+		return t_done();
+	ok(well_formed(out), "every sample is name{labels} value, families contiguous");
+	if (!well_formed(out))
+		printf("# %s\n", out);
+	ok(strstr(out, "uringfs_info{mountpoint=\"/mnt/a \\\"b\\\"\\\\c\",transport=\"uring\","
+			"queue_mode=\"per-entry\",protocol=\"7.45\"} 1\n") != NULL,
+	   "the words are labels of uringfs_info, the mount point escaped");
+	ok(strstr(out, "# TYPE uringfs_workers gauge\n") != NULL, "workers is a gauge");
+	ok(strstr(out, "# TYPE uringfs_inodes gauge\n") != NULL, "inodes is a gauge");
+	ok(strstr(out, "# TYPE uringfs_errors_total counter\nuringfs_errors_total{") != NULL,
+	   "errors is a counter, named _total");
+	ok(strstr(out, ",op=\"lookup\"} 40\n") && strstr(out, ",op=\"getattr\"} 7\n"),
+	   "op_ lines are uringfs_requests_total by op");
+	is_int(count(out, "# TYPE uringfs_requests_total counter"), 1, "one TYPE for the requests");
+	is_int(count(out, "# TYPE uringfs_worker_errors_total counter"), 1,
+	       "one TYPE per worker counter");
+	ok(strstr(out, "uringfs_worker_errors_total{mountpoint=\"/mnt/a \\\"b\\\"\\\\c\","
+			"worker=\"1\"} 2\n") != NULL,
+	   "per-worker counters labelled by worker");
+	is_int(count(out, "uringfs_worker_requests_ring_total{"), 2, "both workers' samples");
+	ok(!strstr(out, "uringfs_worker0"), "no worker number in a metric name");
+	free(out);
+
+	out = convert("garbage\n\nname value with spaces\n", "/m");
+	ok(out && well_formed(out), "lines that are not `name number` do not break the format");
+	free(out);
+	return t_done();
+}
