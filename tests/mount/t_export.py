@@ -24,7 +24,8 @@ E = errno
 
 def export_mount(opts=None):
     ufs.require_daemon('needs the daemon\'s export records')
-    return ufs.Mount(opts=ufs.join_opts('entry_timeout=0,attr_timeout=0', opts))
+    return ufs.Mount(opts=ufs.join_opts('entry_timeout=0,attr_timeout=0',
+                                        opts or 'export_inodes=65536'))
 
 
 def forget_all(m, want, what, timeout=10.0):
