@@ -38,14 +38,12 @@ struct ufs_export {
 
 static size_t bucket_of_id(const struct ufs_exports *ex, uint64_t nodeid)
 {
-	return (nodeid * 0x9e3779b97f4a7c15ULL) >> 17 & (ex->buckets - 1);
+	return ufs_hash_nodeid(nodeid, ex->buckets);
 }
 
 static size_t bucket_of_key(const struct ufs_exports *ex, dev_t dev, ino_t ino)
 {
-	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
-
-	return (h ^ h >> 29) & (ex->buckets - 1);
+	return ufs_hash_key(dev, ino, ex->buckets);
 }
 
 int ufs_exports_init(struct ufs_exports *ex, unsigned int limit)
@@ -225,10 +223,10 @@ int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 }
 
 /*
- * nodeid's record is no longer needed (revived) or no longer true (the
- * file is gone).  Returns whether it was still there.
+ * nodeid's record is no longer needed (revived) or no longer true (stale:
+ * the file is gone), and counted so.  Returns whether it was still there.
  */
-bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid)
+bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale)
 {
 	struct ufs_export *e = find_id(ex, nodeid);
 
@@ -236,5 +234,9 @@ bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid)
 		return false;
 	unlink_record(ex, e);
 	free(e);
+	if (stale)
+		ex->stale++;
+	else
+		ex->revived++;
 	return true;
 }

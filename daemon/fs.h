@@ -189,6 +189,19 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid);
 void ufs_inode_add_lookup(struct ufs_fs *fs, struct ufs_inode *inode);
 void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out);
 
+/* The inode store's and export.c's hash buckets; buckets is a power of two. */
+static inline size_t ufs_hash_nodeid(uint64_t nodeid, size_t buckets)
+{
+	return (nodeid * 0x9e3779b97f4a7c15ULL) >> 17 & (buckets - 1);
+}
+
+static inline size_t ufs_hash_key(dev_t dev, ino_t ino, size_t buckets)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
+
+	return (h ^ h >> 29) & (buckets - 1);
+}
+
 /* export.c, all called with inode_lock */
 int ufs_exports_init(struct ufs_exports *ex, unsigned int limit);
 void ufs_exports_destroy(struct ufs_exports *ex);
@@ -197,7 +210,7 @@ uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
 				   const struct file_handle *handle);
 int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 			   struct ufs_export_copy *out);
-bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid);
+bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale);
 
 /* handle.c: the fh table */
 int ufs_file_table_init(struct ufs_fs *fs);

@@ -29,18 +29,6 @@
 
 #define INODE_MIN_BUCKETS 1024
 
-static size_t hash_id(uint64_t id, size_t buckets)
-{
-	return (id * 0x9e3779b97f4a7c15ULL) >> 17 & (buckets - 1);
-}
-
-static size_t hash_key(dev_t dev, ino_t ino, size_t buckets)
-{
-	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
-
-	return (h ^ h >> 29) & (buckets - 1);
-}
-
 int ufs_inode_table_init(struct ufs_fs *fs)
 {
 	fs->buckets = INODE_MIN_BUCKETS;
@@ -179,6 +167,23 @@ static void close_evicted(int *evict, int n)
 {
 	for (int i = 0; i < n && evict[i] >= 0; i++)
 		close(evict[i]);
+}
+
+/* A new entry for (st_dev, st_ino), owning fd (or -1); not in the tables yet. */
+static struct ufs_inode *inode_new(dev_t dev, ino_t ino, mode_t type, int fd)
+{
+	struct ufs_inode *inode = calloc(1, sizeof(*inode));
+
+	if (!inode || pthread_mutex_init(&inode->lock, NULL)) {
+		free(inode);
+		return NULL;
+	}
+	inode->dev = dev;
+	inode->ino = ino;
+	inode->type = type & S_IFMT;
+	inode->fd = fd;
+	inode->mount_fd = -1;
+	return inode;
 }
 
 /* ---- file handles ---- */
@@ -320,8 +325,8 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
 
 static void table_link(struct ufs_fs *fs, struct ufs_inode *inode)
 {
-	size_t i = hash_id(inode->nodeid, fs->buckets);
-	size_t k = hash_key(inode->dev, inode->ino, fs->buckets);
+	size_t i = ufs_hash_nodeid(inode->nodeid, fs->buckets);
+	size_t k = ufs_hash_key(inode->dev, inode->ino, fs->buckets);
 
 	inode->next_by_id = fs->by_id[i];
 	fs->by_id[i] = inode;
@@ -336,7 +341,7 @@ static void key_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
 
 	if (!inode->keyed)
 		return;
-	for (pp = &fs->by_key[hash_key(inode->dev, inode->ino, fs->buckets)]; *pp;
+	for (pp = &fs->by_key[ufs_hash_key(inode->dev, inode->ino, fs->buckets)]; *pp;
 	     pp = &(*pp)->next_by_key) {
 		if (*pp == inode) {
 			*pp = inode->next_by_key;
@@ -350,7 +355,7 @@ static void table_unlink(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	struct ufs_inode **pp;
 
-	for (pp = &fs->by_id[hash_id(inode->nodeid, fs->buckets)]; *pp; pp = &(*pp)->next_by_id) {
+	for (pp = &fs->by_id[ufs_hash_nodeid(inode->nodeid, fs->buckets)]; *pp; pp = &(*pp)->next_by_id) {
 		if (*pp == inode) {
 			*pp = inode->next_by_id;
 			break;
@@ -392,9 +397,18 @@ static void table_grow(struct ufs_fs *fs)
 	free(old_id);
 }
 
+/* A new entry joins both indexes. */
+static void table_insert_locked(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (fs->inode_count >= fs->buckets)
+		table_grow(fs);
+	table_link(fs, inode);
+	fs->inode_count++;
+}
+
 static struct ufs_inode *find_by_id(struct ufs_fs *fs, uint64_t nodeid)
 {
-	struct ufs_inode *inode = fs->by_id[hash_id(nodeid, fs->buckets)];
+	struct ufs_inode *inode = fs->by_id[ufs_hash_nodeid(nodeid, fs->buckets)];
 
 	while (inode && inode->nodeid != nodeid)
 		inode = inode->next_by_id;
@@ -403,7 +417,7 @@ static struct ufs_inode *find_by_id(struct ufs_fs *fs, uint64_t nodeid)
 
 static struct ufs_inode *find_by_key(struct ufs_fs *fs, dev_t dev, ino_t ino)
 {
-	struct ufs_inode *inode = fs->by_key[hash_key(dev, ino, fs->buckets)];
+	struct ufs_inode *inode = fs->by_key[ufs_hash_key(dev, ino, fs->buckets)];
 
 	while (inode && (inode->ino != ino || inode->dev != dev))
 		inode = inode->next_by_key;
@@ -535,18 +549,12 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
 
-	fresh = calloc(1, sizeof(*fresh));
-	if (!fresh || pthread_mutex_init(&fresh->lock, NULL)) {
-		free(fresh);
+	fresh = inode_new(st->st_dev, st->st_ino, st->st_mode, fd);
+	if (!fresh) {
 		if (fd >= 0)
 			close(fd);
 		return -ENOMEM;
 	}
-	fresh->dev = st->st_dev;
-	fresh->ino = st->st_ino;
-	fresh->type = st->st_mode & S_IFMT;
-	fresh->fd = fd;
-	fresh->mount_fd = -1;
 	ret = fd >= 0 ? inode_handle_make(fs, fresh) : 0;
 	if (ret) {
 		inode_free(fs, fresh);
@@ -578,10 +586,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	if (!fresh->nodeid)
 		fresh->nodeid = fs->next_nodeid++;
 	fresh->nlookup = 1;
-	if (fs->inode_count >= fs->buckets)
-		table_grow(fs);
-	table_link(fs, fresh);
-	fs->inode_count++;
+	table_insert_locked(fs, fresh);
 	if (fresh->handle) {
 		fs->fds_open++;
 		lru_offer(fs, fresh, evict, 2);
@@ -603,8 +608,8 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 {
 	struct ufs_export_copy rec;
-	struct ufs_inode *inode = NULL, *fresh = NULL;
-	bool again;
+	struct ufs_inode *fresh = NULL;
+	bool revived = false;
 	struct stat st;
 	int fd, ret;
 
@@ -625,50 +630,33 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 	if (!ret && S_ISDIR(st.st_mode))
 		ret = ufs_check_beneath_fd(fs, fd);
 	if (!ret) {
-		fresh = calloc(1, sizeof(*fresh));
-		if (!fresh || pthread_mutex_init(&fresh->lock, NULL)) {
-			free(fresh);
-			fresh = NULL;
-			ret = -ENOMEM;
-		} else {
-			fresh->fd = -1;
-		}
+		fresh = inode_new(rec.dev, rec.ino, rec.type, fd);
+		ret = fresh ? 0 : -ENOMEM;
 	}
 
 	pthread_mutex_lock(&fs->inode_lock);
-	again = find_by_id(fs, nodeid) != NULL;	/* another LOOKUP revived it first */
-	if (again) {
-		;
-	} else if (ret) {
-		if (ret != -ENOMEM && ufs_export_drop_locked(&fs->exports, nodeid))
-			fs->exports.stale++;
-	} else if (ufs_export_drop_locked(&fs->exports, nodeid)) {
+	/* Unless another LOOKUP revived it first, or the record went meanwhile. */
+	if (ret != -ENOMEM && !find_by_id(fs, nodeid) &&
+	    ufs_export_drop_locked(&fs->exports, nodeid, ret != 0))
+		revived = !ret;
+	if (revived) {
 		fresh->nodeid = nodeid;
-		fresh->dev = rec.dev;
-		fresh->ino = rec.ino;
-		fresh->type = rec.type;
 		fresh->handle = rec.handle;
 		fresh->mount_fd = rec.mount_fd;
-		fresh->fd = fd;
 		fresh->refs = 1;
 		rec.handle = NULL;
-		fd = -1;
-		if (fs->inode_count >= fs->buckets)
-			table_grow(fs);
-		table_link(fs, fresh);
-		fs->inode_count++;
+		table_insert_locked(fs, fresh);
 		fs->fds_open++;
-		fs->exports.revived++;
-		inode = fresh;
-		fresh = NULL;
 	}
 	pthread_mutex_unlock(&fs->inode_lock);
-	if (fd >= 0)
-		close(fd);
-	if (fresh)
-		inode_free(fs, fresh);
 	free(rec.handle);
-	return again ? ufs_inode_get(fs, nodeid) : inode;
+	if (revived)
+		return fresh;
+	if (fresh)
+		inode_free(fs, fresh);	/* closes fd */
+	else if (fd >= 0)
+		close(fd);
+	return ufs_inode_get(fs, nodeid);
 }
 
 /* One more kernel lookup of an inode a request holds (LOOKUP "."). */
@@ -689,22 +677,14 @@ void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out)
 /* The root: nodeid FUSE_ROOT_ID, never forgotten, owns fd (SOURCE). */
 int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st)
 {
-	struct ufs_inode *root = calloc(1, sizeof(*root));
+	struct ufs_inode *root = inode_new(st->st_dev, st->st_ino, S_IFDIR, fd);
 
-	if (!root || pthread_mutex_init(&root->lock, NULL)) {
-		free(root);
+	if (!root)
 		return -ENOMEM;
-	}
 	root->nodeid = FUSE_ROOT_ID;
-	root->dev = st->st_dev;
-	root->ino = st->st_ino;
-	root->type = S_IFDIR;
-	root->fd = fd;
-	root->mount_fd = -1;
 	root->nlookup = 1;
 	pthread_mutex_lock(&fs->inode_lock);
-	table_link(fs, root);
-	fs->inode_count++;
+	table_insert_locked(fs, root);
 	pthread_mutex_unlock(&fs->inode_lock);
 	fs->root = root;
 	return 0;
