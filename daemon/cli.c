@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "handover.h"
 #include "stats.h"
 
 enum {
@@ -25,6 +26,7 @@ enum {
 	OPT_ZERO_COPY,
 	OPT_NO_ZERO_COPY,
 	OPT_SET,
+	OPT_TAKE_OVER,
 };
 
 static const struct option long_options[] = {
@@ -40,6 +42,7 @@ static const struct option long_options[] = {
 	{ "zero-copy", no_argument, NULL, OPT_ZERO_COPY },
 	{ "no-zero-copy", no_argument, NULL, OPT_NO_ZERO_COPY },
 	{ "set", required_argument, NULL, OPT_SET },
+	{ "take-over", no_argument, NULL, OPT_TAKE_OVER },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -47,6 +50,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: uringfs [OPTIONS] SOURCE MOUNTPOINT\n"
+		"       uringfs --take-over [OPTIONS] [SOURCE] MOUNTPOINT\n"
 		"       uringfs --check-config FILE\n"
 		"       uringfs --print-config [OPTIONS] [SOURCE MOUNTPOINT]\n"
 		"       uringfs --stats MOUNTPOINT [--format=text|prometheus]\n"
@@ -64,6 +68,8 @@ static void usage(FILE *out)
 		"      --no-zero-copy      zero_copy=off\n"
 		"      --check-config FILE validate FILE and exit\n"
 		"      --print-config      print the effective settings and their sources\n"
+		"      --take-over         serve MOUNTPOINT in place of its running daemon,\n"
+		"                          without unmounting (SOURCE and -o: the running one's)\n"
 		"      --stats MOUNTPOINT  print the counters of a running mount\n"
 		"      --format=prometheus with --stats: Prometheus's text format\n"
 		"  -h, --help              this text\n"
@@ -123,6 +129,16 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 				fprintf(stderr, "uringfs: %s\n", err.msg);
 				return 1;
 			}
+			if (strlen(cli->settings) + strlen(optarg) + 2 > sizeof(cli->settings)) {
+				fprintf(stderr, "uringfs: -o: too long\n");
+				return 1;
+			}
+			if (cli->settings[0])
+				strcat(cli->settings, ",");
+			strcat(cli->settings, optarg);
+			break;
+		case OPT_TAKE_OVER:
+			cli->take_over = true;
 			break;
 		case OPT_CONFIG:
 			snprintf(d->cfg.config_path, sizeof(d->cfg.config_path), "%s", optarg);
@@ -172,6 +188,8 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	if (argc - optind == 2) {
 		d->source = argv[optind];
 		d->mountpoint = argv[optind + 1];
+	} else if (cli->take_over && argc - optind == 1) {
+		d->mountpoint = argv[optind];	/* SOURCE: the running daemon's */
 	} else if (!(cli->print_config && argc == optind)) {
 		fprintf(stderr, "uringfs: expected SOURCE and MOUNTPOINT (try --help)\n");
 		return 1;
@@ -225,6 +243,13 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 	ssize_t n;
 	int fd, ret;
 
+	char why[PATH_MAX + 600];
+
+	/* Nobody serves it: reading the control file would wait for a daemon. */
+	if (!ufs_handover_status_read(mountpoint, why, sizeof(why))) {
+		fprintf(stderr, "uringfs: %s\n", why);
+		return 2;
+	}
 	if (ufs_cli_load_config(&d->cfg))
 		return 1;
 	if (!d->cfg.stats_file[0]) {

@@ -16,6 +16,8 @@ struct ufs_cli {
 	bool stats_prometheus;		/* --format=prometheus */
 	bool print_config;
 	bool debug;
+	bool take_over;			/* --take-over [SOURCE] MOUNTPOINT */
+	char settings[4096];		/* every -o as given, comma-joined (hand-over record) */
 };
 
 /* Options into d and cli.  Returns 0, or an exit status (>0) when they are done with. */

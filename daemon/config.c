@@ -59,6 +59,7 @@ static const char *const log_names[] = { "", "", "", "error", "warn", "", "info"
 static const struct ufs_opt opts[] = {
 	ENUM("log_level", "general", log_level, log_names, "info"),
 	OPT("stats_file", "general", UFS_OPT_NAME, stats_file, 0, 0, NULL, ".uringfs"),
+	BOOL("handover", "general", handover, "on"),
 
 	OPT("workers", "workers", UFS_OPT_UINT, workers, 0, 256, NULL, "0"),
 	OPT("cpus", "workers", UFS_OPT_CPULIST, cpus, 0, 0, NULL, ""),

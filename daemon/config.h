@@ -68,6 +68,7 @@ struct ufs_config {
 	/* [general] */
 	int log_level;			/* enum ufs_log_level */
 	char stats_file[NAME_MAX + 1];	/* control file name at the root, "" = off */
+	bool handover;			/* keep the hand-over record; accept take-overs */
 
 	/* [workers] */
 	unsigned int workers;		/* 0: one per online CPU */

@@ -11,8 +11,10 @@
 
 #include "config.h"
 #include "fs.h"
+#include "handover.h"
 #include "mount.h"
 #include "notify.h"
+#include "record.h"
 #include "session.h"
 #include "worker.h"
 
@@ -23,6 +25,24 @@ enum ufs_transport {
 
 struct ufs_uring;
 
+/*
+ * Whether the workers serve.  A take-over pauses them between requests;
+ * it ends in HANDED_OVER (they stop quietly: the successor serves) or back
+ * in SERVING.  Transitions: ufs_serve_state_set() (worker.c).
+ */
+enum ufs_serve_state {
+	UFS_SERVING,
+	UFS_SERVE_PAUSED,
+	UFS_SERVE_HANDED_OVER,
+};
+
+struct ufs_pause {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* state changed, or a worker parked */
+	enum ufs_serve_state state;	/* written under lock; read atomically */
+	unsigned int parked;		/* workers waiting in ufs_worker_pause_point() */
+};
+
 struct ufs_daemon {
 	struct ufs_config cfg;
 	struct ufs_mount_opts mount_opts;
@@ -32,7 +52,10 @@ struct ufs_daemon {
 	struct ufs_notify notify;
 
 	struct ufs_mount mnt;
-	int fuse_fd;			/* the connection (libfuse's descriptor) */
+	int fuse_fd;			/* the connection (libfuse's descriptor, or inherited) */
+	struct ufs_record record;	/* the hand-over record (handover=on) */
+	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
+	struct ufs_pause pause;
 	struct ufs_conn conn;
 	struct ufs_fs fs;
 	enum ufs_transport transport;
@@ -84,6 +107,24 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs);
  * aborted it): logged, the dead mount detached.  Returns the daemon's error.
  */
 int ufs_main_loop_end(struct ufs_daemon *d);
+
+/* worker.c: pausing for a take-over */
+
+/* Between two requests: true when the mount was handed over (stop quietly). */
+bool ufs_worker_pause_point(struct ufs_worker *w);
+static inline bool ufs_worker_pausing(const struct ufs_daemon *d)
+{
+	return __atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) != UFS_SERVING;
+}
+void ufs_pause_init(struct ufs_pause *p);
+/* Checked transitions; returns false (and changes nothing) for a forbidden one. */
+bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to);
+/* Wait until want workers are parked, or timeout_ms; nudge() wakes them meanwhile. */
+int ufs_pause_wait_parked(struct ufs_pause *p, unsigned int want, int timeout_ms,
+			  void (*nudge)(void *), void *arg);
+
+/* restore.c: a successor's start from what it inherited; why set on failure. */
+int ufs_restore(struct ufs_daemon *d, char *why, size_t why_len);
 
 /* stats.c: the `name value` lines of the control file and SIGUSR1; caller frees. */
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len);

@@ -228,6 +228,9 @@ static void dev_serve(struct dev_worker *dw, struct dev_slot *slot, ssize_t n)
 	slot->req.out = slot->out;
 	slot->req.out_cap = slot->out_size;
 	slot->req.direct_io_aligned = true;
+	slot->req.replay = in->unique & FUSE_UNIQUE_RESEND;
+	if (slot->req.replay)
+		ufs_stat_add(&dw->w->stats.requests_replayed, 1);
 	ufs_stat_add(&dw->w->stats.requests_dev, 1);
 	if (in->opcode == FUSE_READ)
 		ufs_stat_add(&dw->w->stats.copied_reads, 1);
@@ -244,9 +247,13 @@ static void *dev_worker_main(void *arg)
 
 	ufs_worker_thread_setup(w, "dev");
 	for (;;) {
-		struct dev_slot *slot = slot_get(dw);
+		struct dev_slot *slot;
 		ssize_t n;
 
+		/* A take-over waits here, between requests; the successor reads on. */
+		if (ufs_worker_pausing(w->daemon) && ufs_worker_pause_point(w))
+			return NULL;
+		slot = slot_get(dw);
 		if (!slot) {
 			ufs_err("worker %u: out of memory for a request buffer", w->id);
 			err = ENOMEM;
@@ -297,6 +304,13 @@ int ufs_dev_worker_start(struct ufs_worker *w, int fd)
 	}
 	w->started = true;
 	return 0;
+}
+
+int ufs_dev_worker_fd(const struct ufs_worker *w)
+{
+	const struct dev_worker *dw = w->xpriv;
+
+	return w->started && dw ? dw->fd : -1;
 }
 
 void ufs_dev_worker_join(struct ufs_worker *w)

@@ -18,6 +18,8 @@ int ufs_dev_clone(int fuse_fd);
 
 /* Start serving on worker w with descriptor fd (taken over). */
 int ufs_dev_worker_start(struct ufs_worker *w, int fd);
+/* The worker's clone of the connection, or -1 if it has none. */
+int ufs_dev_worker_fd(const struct ufs_worker *w);
 
 /* Join a started worker and free its state. */
 void ufs_dev_worker_join(struct ufs_worker *w);

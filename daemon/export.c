@@ -13,6 +13,8 @@
  *
  * Records are compact (one allocation, the handle inline) and bounded by
  * export_inodes: beyond it the oldest go, and their handles get ESTALE.
+ * A record keeps the dead inode's hand-over record (record.h), marked
+ * exported, so a successor can revive it too; the two go together.
  * Everything here runs under fs->inode_lock.
  */
 #include <errno.h>
@@ -30,6 +32,8 @@ struct ufs_export {
 	ino_t ino;
 	mode_t type;
 	int mount_fd;				/* not owned: fs->mount_fds */
+	int mount_id;
+	uint32_t record_slot;			/* its hand-over record (the inode's) */
 	struct ufs_export *next_by_id, *next_by_key;
 	struct ufs_export *newer;		/* oldest first, for the bound */
 	struct ufs_export **prev_newer;		/* the pointer that points here */
@@ -133,18 +137,24 @@ static void unlink_record(struct ufs_exports *ex, struct ufs_export *e)
  */
 void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inode)
 {
-	struct ufs_export *e;
+	struct ufs_export *e = NULL;
 
-	if (!ex->limit || !inode->handle || !inode->keyed)
+	if (ex->limit && inode->handle && inode->keyed)
+		e = malloc(sizeof(*e) + inode->handle->handle_bytes);
+	if (!e) {
+		/* The handle goes stale, as before export_inodes. */
+		ufs_record_node_drop(ex->record, inode->record_slot);
 		return;
-	e = malloc(sizeof(*e) + inode->handle->handle_bytes);
-	if (!e)
-		return;		/* the handle goes stale, as before export_inodes */
+	}
+	e->record_slot = inode->record_slot;
+	ufs_record_node_lookups(ex->record, e->record_slot, 0);
+	ufs_record_node_set_flags(ex->record, e->record_slot, UFS_RECORD_NODE_EXPORTED);
 	e->nodeid = inode->nodeid;
 	e->dev = inode->dev;
 	e->ino = inode->ino;
 	e->type = inode->type;
 	e->mount_fd = inode->mount_fd;
+	e->mount_id = inode->mount_id;
 	memcpy(&e->handle, inode->handle, sizeof(*inode->handle) + inode->handle->handle_bytes);
 	if (ex->count >= ex->buckets)
 		grow(ex);
@@ -158,6 +168,7 @@ void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inod
 		struct ufs_export *old = ex->oldest;
 
 		unlink_record(ex, old);
+		ufs_record_node_drop(ex->record, old->record_slot);
 		free(old);
 		ex->expired++;
 	}
@@ -175,10 +186,11 @@ static struct ufs_export *find_id(const struct ufs_exports *ex, uint64_t nodeid)
 /*
  * The node id a file had before the kernel forgot it, if handle (the file
  * as found now) is the same file; 0 if none.  The record goes either way:
- * the file is live again, or its key belongs to another file now.
+ * the file is live again, or its key belongs to another file now.  With
+ * the node id, the caller gets its hand-over record in *record_slot.
  */
 uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
-				   const struct file_handle *handle)
+				   const struct file_handle *handle, uint32_t *record_slot)
 {
 	struct ufs_export *e;
 	uint64_t nodeid = 0;
@@ -195,6 +207,10 @@ uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
 	    handle->handle_bytes == e->handle.handle_bytes &&
 	    !memcmp(handle->f_handle, e->handle.f_handle, handle->handle_bytes))
 		nodeid = e->nodeid;
+	if (nodeid)
+		*record_slot = e->record_slot;
+	else
+		ufs_record_node_drop(ex->record, e->record_slot);
 	unlink_record(ex, e);
 	free(e);
 	return nodeid;
@@ -219,19 +235,26 @@ int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 	out->ino = e->ino;
 	out->type = e->type;
 	out->mount_fd = e->mount_fd;
+	out->mount_id = e->mount_id;
 	return 0;
 }
 
 /*
- * nodeid's record is no longer needed (revived) or no longer true (stale:
- * the file is gone), and counted so.  Returns whether it was still there.
+ * nodeid's record is no longer needed (revived: the caller gets its
+ * hand-over record in *record_slot) or no longer true (stale: the file is
+ * gone), and counted so.  Returns whether it was still there.
  */
-bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale)
+bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale,
+			    uint32_t *record_slot)
 {
 	struct ufs_export *e = find_id(ex, nodeid);
 
 	if (!e)
 		return false;
+	if (stale)
+		ufs_record_node_drop(ex->record, e->record_slot);
+	else
+		*record_slot = e->record_slot;
 	unlink_record(ex, e);
 	free(e);
 	if (stale)

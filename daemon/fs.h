@@ -26,6 +26,7 @@
 #include "copy.h"
 #include "interrupt.h"
 #include "passthrough.h"
+#include "record.h"
 #include "req.h"
 #include "wait.h"
 
@@ -39,6 +40,7 @@ struct ufs_inode {
 	mode_t type;			/* S_IFMT bits */
 	struct file_handle *handle;	/* reopens fd (inode_handles), or NULL */
 	int mount_fd;			/* the handle's file system, for open_by_handle_at */
+	int mount_id;			/* name_to_handle_at's, for the hand-over record */
 	/* fields below are protected by fs->inode_lock */
 	int fd;				/* O_PATH; -1 while evicted (handle only) */
 	uint64_t nlookup;		/* references the kernel holds */
@@ -47,6 +49,7 @@ struct ufs_inode {
 	struct ufs_inode *next_by_key;
 	bool keyed;			/* in the (dev, ino) index: the file still has this key */
 	bool drop_fd;			/* a name was removed: close fd once unpinned */
+	uint32_t record_slot;		/* its hand-over record + 1, 0: none (record.h) */
 	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
 	struct ufs_inode *lru_next;
 	/* fields below are protected by lock */
@@ -65,6 +68,7 @@ struct ufs_inode {
  */
 struct ufs_export;
 struct ufs_exports {
+	struct ufs_record *record;	/* where records are kept for a successor */
 	struct ufs_export **by_id, **by_key;
 	size_t buckets, count;
 	unsigned int limit;		/* export_inodes; 0 keeps none */
@@ -80,6 +84,7 @@ struct ufs_export_copy {
 	ino_t ino;
 	mode_t type;
 	int mount_fd;
+	int mount_id;
 };
 
 /* An open file or directory, referenced by the fh the kernel holds. */
@@ -129,6 +134,11 @@ struct ufs_fs {
 	} mount_fds[64];
 	unsigned int nmount_fds;
 	struct ufs_exports exports;	/* inode_lock */
+	/*
+	 * The hand-over record (record.h), or one that keeps nothing: node
+	 * records under inode_lock, file records under file_lock.
+	 */
+	struct ufs_record *record;
 
 	pthread_mutex_t file_lock;	/* protects the handle table's free list */
 	struct ufs_file ***file_chunks;
@@ -186,6 +196,8 @@ int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 
 struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid);
+int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_node *n);
+void ufs_inode_restore_done(struct ufs_fs *fs, uint64_t next_nodeid);
 void ufs_inode_add_lookup(struct ufs_fs *fs, struct ufs_inode *inode);
 void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out);
 
@@ -207,10 +219,11 @@ int ufs_exports_init(struct ufs_exports *ex, unsigned int limit);
 void ufs_exports_destroy(struct ufs_exports *ex);
 void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inode);
 uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
-				   const struct file_handle *handle);
+				   const struct file_handle *handle, uint32_t *record_slot);
 int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 			   struct ufs_export_copy *out);
-bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale);
+bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale,
+			    uint32_t *record_slot);
 
 /* handle.c: the fh table */
 int ufs_file_table_init(struct ufs_fs *fs);
@@ -219,6 +232,10 @@ int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh);
 struct ufs_file *ufs_file_lookup(struct ufs_fs *fs, uint64_t fh);
 struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh);
 struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags);
+void ufs_file_for_each_fd(struct ufs_fs *fs, void (*fn)(void *arg, uint32_t index, int fd),
+			  void *arg);
+int ufs_file_restore(struct ufs_fs *fs, uint32_t index, uint32_t gen, struct ufs_file *file);
+void ufs_file_table_restored(struct ufs_fs *fs);
 void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
 
 /* creds.c: run creating calls as the caller */

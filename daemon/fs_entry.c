@@ -231,6 +231,8 @@ static ssize_t reply_new_entry(struct ufs_fs *fs, struct ufs_req *req, int ret)
 {
 	struct fuse_entry_out *e = req->out;
 
+	if (ret == -EEXIST && req->replay)
+		ret = 0;	/* made before a crash: answer with what was made */
 	if (ret)
 		return ret;
 	ret = ufs_do_lookup(fs, req->inode, req->args.name, e);
@@ -372,7 +374,7 @@ static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)
 	held = flags & AT_REMOVEDIR ? -1 : hold_name(req->inode->fd, req->args.name);
 	ret = unlinkat(req->inode->fd, req->args.name, flags) ? -errno : 0;
 	release_held(fs, held, !ret);
-	return ret;
+	return ret == -ENOENT && req->replay ? 0 : ret;	/* removed before a crash */
 }
 
 ssize_t ufs_op_unlink(struct ufs_fs *fs, struct ufs_req *req)
@@ -414,7 +416,7 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 		release_held(fs, held, !ret);
 	}
 	ufs_inode_put(fs, newdir);
-	return ret;
+	return ret == -ENOENT && req->replay ? 0 : ret;	/* renamed before a crash */
 }
 
 ssize_t ufs_op_rename(struct ufs_fs *fs, struct ufs_req *req)

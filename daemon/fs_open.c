@@ -288,7 +288,8 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 			      flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			      ufs_creds_mode(&creds, in->mode));
 	created = fd >= 0;
-	if (fd == -EEXIST && !(in->flags & O_EXCL))
+	/* A replayed O_EXCL create finds the file it made before a crash. */
+	if (fd == -EEXIST && (!(in->flags & O_EXCL) || req->replay))
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);

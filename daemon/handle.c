@@ -80,6 +80,18 @@ static int slot_alloc(struct ufs_fs *fs, uint32_t *index)
 	return 0;
 }
 
+/* The hand-over record of an open file: enough to open it again (record.h). */
+static void record_file(struct ufs_fs *fs, uint32_t index, uint32_t gen,
+			const struct ufs_file *file)
+{
+	enum ufs_record_file_kind kind = file->inode->control ? UFS_RECORD_CONTROL :
+					 file->is_dir ? UFS_RECORD_DIR : UFS_RECORD_FILE;
+	int backing_id = file->io_mode == UFS_IO_PASSTHROUGH ? file->inode->backing_id : 0;
+
+	ufs_record_file_set(fs->record, index, gen, file->inode->nodeid, file->flags, kind,
+			    file->io_mode, backing_id);
+}
+
 int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh)
 {
 	struct file_slot *s;
@@ -94,6 +106,7 @@ int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh)
 		__atomic_store_n(&s->file, file, __ATOMIC_RELEASE);
 		*fh = (uint64_t)s->gen << 32 | (index + 1);
 		fs->file_count++;
+		record_file(fs, index, s->gen, file);
 	}
 	pthread_mutex_unlock(&fs->file_lock);
 	return ret;
@@ -122,6 +135,7 @@ struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh)
 	s = (uint32_t)fh ? slot_at(fs, index) : NULL;
 	if (s && s->gen == fh >> 32 && s->file) {
 		file = s->file;
+		ufs_record_file_drop(fs->record, index);
 		__atomic_store_n(&s->file, NULL, __ATOMIC_RELEASE);
 		/* the old fh is dead from now on */
 		__atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
@@ -131,6 +145,63 @@ struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh)
 	}
 	pthread_mutex_unlock(&fs->file_lock);
 	return file;
+}
+
+/* ---- hand-over ---- */
+
+/* Every open file's backing descriptor with its index; the table must not change meanwhile. */
+void ufs_file_for_each_fd(struct ufs_fs *fs, void (*fn)(void *arg, uint32_t index, int fd),
+			  void *arg)
+{
+	pthread_mutex_lock(&fs->file_lock);
+	for (uint32_t i = 0; i < fs->file_next; i++) {
+		struct file_slot *s = slot_at(fs, i);
+
+		if (s->file && s->file->fd >= 0)
+			fn(arg, i, s->file->fd);
+	}
+	pthread_mutex_unlock(&fs->file_lock);
+}
+
+/*
+ * A predecessor's open file, back at its index with its generation, so the
+ * fh the kernel holds finds it.  Called before any request is served; the
+ * free list is rebuilt by ufs_file_table_restored() once all are back.
+ */
+int ufs_file_restore(struct ufs_fs *fs, uint32_t index, uint32_t gen, struct ufs_file *file)
+{
+	struct file_slot *s;
+
+	if (index >= MAX_CHUNKS * CHUNK_SLOTS)
+		return -ENFILE;
+	while (fs->file_next <= index) {
+		uint32_t unused;
+		int ret = slot_alloc(fs, &unused);
+
+		if (ret)
+			return ret;
+	}
+	s = slot_at(fs, index);
+	if (s->file)
+		return -EEXIST;
+	s->gen = gen;
+	s->file = file;
+	fs->file_count++;
+	record_file(fs, index, gen, file);
+	return 0;
+}
+
+void ufs_file_table_restored(struct ufs_fs *fs)
+{
+	fs->file_free_head = 0;
+	for (uint32_t i = fs->file_next; i-- > 0;) {
+		struct file_slot *s = slot_at(fs, i);
+
+		if (!s->file) {
+			s->next_free = fs->file_free_head;
+			fs->file_free_head = i + 1;
+		}
+	}
 }
 
 struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags)

@@ -72,6 +72,8 @@ int ufs_init_exchange(struct ufs_daemon *d)
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
+	/* Before the reply: a successor must find the connection as the kernel has it. */
+	ufs_record_set_init(&d->record, in, n - sizeof(buf.h), &out, sizeof(out), d->mnt.conn_id);
 	ret = ufs_dev_write_reply(d->fuse_fd, buf.h.unique, 0, &out, sizeof(out));
 	if (ret) {
 		ufs_err("replying to INIT: %s", strerror(-ret));

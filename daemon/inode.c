@@ -239,6 +239,7 @@ static int inode_handle_make(struct ufs_fs *fs, struct ufs_inode *inode)
 	}
 	inode->handle = realloc(fh, sizeof(*fh) + fh->handle_bytes) ?: fh;
 	inode->mount_fd = mfd;
+	inode->mount_id = mount_id;
 	return 0;
 }
 
@@ -321,6 +322,45 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
 		close(fs->mount_fds[i].fd);
 	fs->nmount_fds = 0;
 	pthread_mutex_destroy(&fs->inode_lock);
+}
+
+/*
+ * ---- the hand-over record (record.h), under inode_lock ----
+ *
+ * A node id a successor must resolve is recorded before the reply that
+ * gives it to the kernel, with its lookups; inodes without a file handle
+ * (and the root and control file, which every daemon makes itself) are not.
+ */
+static void record_lookups(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	ufs_record_node_lookups(fs->record, inode->record_slot, inode->nlookup);
+}
+
+static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (!inode->handle)
+		return;
+	inode->record_slot = ufs_record_node_add(fs->record, inode->nodeid, inode->nlookup,
+						 inode->dev, inode->ino, inode->type,
+						 inode->mount_id, inode->handle->handle_type,
+						 inode->handle->f_handle,
+						 inode->handle->handle_bytes);
+}
+
+/* A node id from the export records is live again: its record with it. */
+static void record_revived(struct ufs_fs *fs, struct ufs_inode *inode, uint32_t slot)
+{
+	inode->record_slot = slot;
+	ufs_record_node_set_flags(fs->record, slot, 0);
+	record_lookups(fs, inode);
+}
+
+static uint64_t nodeid_new_locked(struct ufs_fs *fs)
+{
+	uint64_t nodeid = fs->next_nodeid++;
+
+	ufs_record_next_nodeid(fs->record, fs->next_nodeid);
+	return nodeid;
 }
 
 static void table_link(struct ufs_fs *fs, struct ufs_inode *inode)
@@ -535,12 +575,14 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 {
 	int evict[2] = { -1, -1 };
 	struct ufs_inode *inode, *fresh;
+	uint32_t slot = 0;
 	int ret;
 
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
 		inode->nlookup++;
+		record_lookups(fs, inode);
 		pthread_mutex_unlock(&fs->inode_lock);
 		if (fd >= 0)
 			close(fd);
@@ -565,6 +607,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
 		inode->nlookup++;
+		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
 			/* An evicted descriptor comes back for free. */
 			inode->fd = fresh->fd;
@@ -582,10 +625,14 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 		key_unlink(fs, inode);
 	/* A file the kernel forgot comes back under its old node id, for its handles. */
 	fresh->nodeid = ufs_export_reclaim_locked(&fs->exports, fresh->dev, fresh->ino,
-						  fresh->handle);
-	if (!fresh->nodeid)
-		fresh->nodeid = fs->next_nodeid++;
+						  fresh->handle, &slot);
 	fresh->nlookup = 1;
+	if (fresh->nodeid) {
+		record_revived(fs, fresh, slot);
+	} else {
+		fresh->nodeid = nodeid_new_locked(fs);
+		record_add(fs, fresh);
+	}
 	table_insert_locked(fs, fresh);
 	if (fresh->handle) {
 		fs->fds_open++;
@@ -610,6 +657,7 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 	struct ufs_export_copy rec;
 	struct ufs_inode *fresh = NULL;
 	bool revived = false;
+	uint32_t slot = 0;
 	struct stat st;
 	int fd, ret;
 
@@ -637,14 +685,16 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 	pthread_mutex_lock(&fs->inode_lock);
 	/* Unless another LOOKUP revived it first, or the record went meanwhile. */
 	if (ret != -ENOMEM && !find_by_id(fs, nodeid) &&
-	    ufs_export_drop_locked(&fs->exports, nodeid, ret != 0))
+	    ufs_export_drop_locked(&fs->exports, nodeid, ret != 0, &slot))
 		revived = !ret;
 	if (revived) {
 		fresh->nodeid = nodeid;
 		fresh->handle = rec.handle;
 		fresh->mount_fd = rec.mount_fd;
+		fresh->mount_id = rec.mount_id;
 		fresh->refs = 1;
 		rec.handle = NULL;
+		record_revived(fs, fresh, slot);
 		table_insert_locked(fs, fresh);
 		fs->fds_open++;
 	}
@@ -664,6 +714,7 @@ void ufs_inode_add_lookup(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	pthread_mutex_lock(&fs->inode_lock);
 	inode->nlookup++;
+	record_lookups(fs, inode);
 	pthread_mutex_unlock(&fs->inode_lock);
 }
 
@@ -671,6 +722,108 @@ void ufs_inode_export_stats(struct ufs_fs *fs, struct ufs_exports *out)
 {
 	pthread_mutex_lock(&fs->inode_lock);
 	*out = fs->exports;
+	pthread_mutex_unlock(&fs->inode_lock);
+}
+
+/* ---- a successor's start (restore.c) ---- */
+
+/* A descriptor on the mount with this id, for open_by_handle_at: known, or found. */
+static int mount_fd_by_id(struct ufs_fs *fs, int mount_id)
+{
+	char *line = NULL, path[PATH_MAX];
+	size_t cap = 0;
+	int id, fd = -1;
+	FILE *f;
+
+	for (unsigned int i = 0; i < fs->nmount_fds; i++) {
+		if (fs->mount_fds[i].mount_id == mount_id)
+			return fs->mount_fds[i].fd;
+	}
+	if (fs->nmount_fds == sizeof(fs->mount_fds) / sizeof(fs->mount_fds[0]))
+		return -1;
+	/* A mount below SOURCE the predecessor met: any file on it will do. */
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "%d %*d %*s %*s %4095s", &id, path) == 2 && id == mount_id) {
+			fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			break;
+		}
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	if (fd < 0)
+		return -1;
+	fs->mount_fds[fs->nmount_fds].mount_id = mount_id;
+	fs->mount_fds[fs->nmount_fds].fd = fd;
+	fs->nmount_fds++;
+	return fd;
+}
+
+/*
+ * A node id from a predecessor's record (slot is its record + 1): an
+ * evicted inode, reopened by its handle when first used, with the kernel's
+ * lookups; or, if the kernel had forgotten it, an export record again.
+ * Before any request is served.
+ */
+int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_node *n)
+{
+	struct file_handle *fh;
+	struct ufs_inode *inode;
+	int mfd, ret = 0;
+
+	if (n->nodeid <= FUSE_ROOT_ID || !n->handle_bytes ||
+	    n->handle_bytes > UFS_RECORD_HANDLE_MAX || !fs->handles)
+		return -EINVAL;
+	fh = malloc(sizeof(*fh) + n->handle_bytes);
+	inode = fh ? inode_new(n->dev, n->ino, n->type, -1) : NULL;
+	if (!inode) {
+		free(fh);
+		return -ENOMEM;
+	}
+	fh->handle_bytes = n->handle_bytes;
+	fh->handle_type = n->handle_type;
+	memcpy(fh->f_handle, n->handle, n->handle_bytes);
+	inode->handle = fh;
+	inode->nodeid = n->nodeid;
+	inode->nlookup = n->nlookup;
+	inode->mount_id = n->mount_id;
+	inode->record_slot = slot;
+	pthread_mutex_lock(&fs->inode_lock);
+	mfd = mount_fd_by_id(fs, n->mount_id);
+	if (mfd < 0 || find_by_id(fs, n->nodeid)) {
+		ret = mfd < 0 ? -ENOENT : -EEXIST;
+		ufs_record_node_drop(fs->record, slot);
+	} else if (n->flags & UFS_RECORD_NODE_EXPORTED) {
+		inode->mount_fd = mfd;
+		inode->keyed = true;	/* what export.c asks of an inode it keeps */
+		ufs_export_keep_locked(&fs->exports, inode);
+	} else {
+		bool dup = find_by_key(fs, n->dev, n->ino) != NULL;
+
+		inode->mount_fd = mfd;
+		table_insert_locked(fs, inode);
+		/* Two records of one key: this one waits for its FORGET unkeyed. */
+		if (dup)
+			key_unlink(fs, inode);
+		inode = NULL;
+	}
+	if (fs->next_nodeid <= n->nodeid)
+		fs->next_nodeid = n->nodeid + 1;
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (inode) {
+		inode->record_slot = 0;	/* kept by export.c, or not ours to drop */
+		inode_free(fs, inode);
+	}
+	return ret;
+}
+
+void ufs_inode_restore_done(struct ufs_fs *fs, uint64_t next_nodeid)
+{
+	pthread_mutex_lock(&fs->inode_lock);
+	if (fs->next_nodeid < next_nodeid)
+		fs->next_nodeid = next_nodeid;
+	ufs_record_next_nodeid(fs->record, fs->next_nodeid);
 	pthread_mutex_unlock(&fs->inode_lock);
 }
 
@@ -735,6 +888,7 @@ void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup)
 		return;
 	}
 	inode->nlookup = nlookup > inode->nlookup ? 0 : inode->nlookup - nlookup;
+	record_lookups(fs, inode);
 	dead = inode_unused(inode);
 	if (dead)
 		inode_release_locked(fs, inode);

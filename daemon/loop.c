@@ -15,6 +15,7 @@
 
 #include "copy.h"
 #include "daemon.h"
+#include "handover.h"
 #include "log.h"
 #include "notify.h"
 #include "transport.h"
@@ -97,7 +98,7 @@ static int loop_timeout(int64_t grace_deadline, int64_t next_status)
 
 void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 {
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 	bool fatal_seen = false;
 	int64_t grace_deadline = -1, next_status = -1;
 	int interval = ufs_notify_interval_ms(&d->notify);
@@ -106,13 +107,16 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = d->event_fd;
 	pfd[1].events = POLLIN;
+	/* A successor asking for the mount (handover.c); -1: none accepted. */
+	pfd[2].fd = ufs_record_kept(&d->record) ? ufs_handover_listen(d) : -1;
+	pfd[2].events = POLLIN;
 
 	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {
 		int n;
 
 		if (interval > 0 && next_status < 0)
 			next_status = now_ms() + interval;
-		n = poll(pfd, 2, loop_timeout(grace_deadline, next_status));
+		n = poll(pfd, 3, loop_timeout(grace_deadline, next_status));
 		if (grace_deadline >= 0 && now_ms() >= grace_deadline) {
 			ufs_warn("still in use %d ms after unmounting: aborting the connection",
 				 SHUTDOWN_GRACE_MS);
@@ -145,6 +149,9 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			ufs_wait_interrupt_all(&d->fs.waits);
 			ufs_copy_interrupt_all(&d->fs.copies);
 		}
+		if ((pfd[2].revents & POLLIN) && grace_deadline == -1 &&
+		    ufs_handover_serve(d, pfd[2].fd))
+			break;	/* the successor serves: leave without unmounting */
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
@@ -172,6 +179,8 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 	}
 	if (pfd[0].fd >= 0)
 		close(pfd[0].fd);
+	if (pfd[2].fd >= 0)
+		close(pfd[2].fd);
 }
 
 int ufs_main_loop_end(struct ufs_daemon *d)

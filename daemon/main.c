@@ -8,10 +8,17 @@
  * registered, so the ring is ready) -> ready (notify.c) -> the main loop
  * (loop.c) -> stopped (transport.c) -> unmounted.
  *
- * Any failure before "ready" is reported on stderr, undoes the mount and
- * exits non-zero.  After it, the daemon runs until the connection ends
- * (unmount, abort) or a signal asks it to unmount; it exits 0 after an
- * unmount, 1 if the kernel aborted the connection or it could not serve.
+ * A successor (handover.h) inherits a live connection instead: it neither
+ * mounts nor reads INIT, but restores the daemon from the hand-over record
+ * (restore.c), starts its transport, and has the kernel send again what
+ * its predecessor read and never answered.
+ *
+ * Any failure before "ready" is reported on stderr, undoes the mount (a
+ * successor leaves it to whoever holds it) and exits non-zero.  After it,
+ * the daemon runs until the connection ends (unmount, abort), a signal
+ * asks it to unmount, or a successor takes the mount; it exits 0 after an
+ * unmount or a hand-over, 1 if the kernel aborted the connection or it
+ * could not serve.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 
 #include "cli.h"
 #include "daemon.h"
+#include "handover.h"
 #include "log.h"
 #include "notify.h"
 #include "process.h"
@@ -41,9 +49,70 @@ static void log_serving(struct ufs_daemon *d)
 			 "unused" : ufs_passthrough_state_name(d->fs.passthrough));
 }
 
-static int run(struct ufs_daemon *d)
+/* A fresh mount: mount(2), detach, INIT; the record begins. */
+static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd)
 {
 	struct ufs_config_error err;
+	char options[UFS_RECORD_OPTIONS];
+	int ret;
+
+	if (ufs_mount(&d->mnt, d->source, d->mountpoint, &d->cfg, &d->mount_opts, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return -EIO;
+	}
+	d->fuse_fd = d->mnt.fd;
+	if (d->cfg.handover) {
+		ufs_mount_kernel_options(&d->cfg, &d->mount_opts, options, sizeof(options));
+		ret = ufs_record_create(&d->record, d->source, d->mnt.real, options, settings);
+		if (ret)
+			fprintf(stderr, "uringfs: hand-over record: %s; handover is off\n",
+				strerror(-ret));
+		d->fs.record = d->fs.exports.record = &d->record;
+	}
+	if (!d->foreground && (ufs_process_detach(ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
+		fprintf(stderr, "uringfs: cannot detach: %m\n");
+		return -errno;
+	}
+	return ufs_init_exchange(d);
+}
+
+/*
+ * A live connection from a predecessor: restore (before detaching, so that
+ * relative paths hold and the reason for a refusal reaches the terminal),
+ * then detach.
+ */
+static int start_inherited(struct ufs_daemon *d, const char *settings, int *ready_fd)
+{
+	char why[512];
+	int ret;
+
+	ret = ufs_restore(d, why, sizeof(why));
+	if (ret) {
+		char real[PATH_MAX];
+
+		ufs_err("cannot take over %s: %s; the mount stays as it is", d->mountpoint, why);
+		/* With systemd's store nobody serves it now: say why where --stats looks. */
+		if (d->inherit.from == UFS_INHERIT_FDSTORE &&
+		    !ufs_mount_real_path(d->mountpoint, real, sizeof(real))) {
+			ufs_handover_status(real, why);
+			ufs_notify_not_serving(&d->notify, why);
+		}
+		ufs_handover_finish(&d->inherit, why);
+		return ret;
+	}
+	if (!d->foreground && (ufs_process_detach(ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
+		fprintf(stderr, "uringfs: cannot detach: %m\n");
+		return -errno;
+	}
+	ufs_record_set_settings(&d->record, settings);
+	ufs_info("took over %s (restart %llu of this mount)", d->mountpoint,
+		 (unsigned long long)d->record.hdr->restarts);
+	return 0;
+}
+
+static int run(struct ufs_daemon *d, const char *settings)
+{
+	bool inherited = d->inherit.from != UFS_INHERIT_NONE;
 	int ready_fd = -1, ret;
 	sigset_t sigs;
 
@@ -53,23 +122,15 @@ static int run(struct ufs_daemon *d)
 	ret = ufs_daemon_fs_open(d);
 	if (ret) {
 		fprintf(stderr, "uringfs: source %s: %s\n", d->source, strerror(-ret));
-		return 1;
+		goto err_out;
 	}
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->event_fd < 0 || ufs_workers_alloc(d)) {
 		fprintf(stderr, "uringfs: out of resources at start-up: %m\n");
 		goto err_fs;
 	}
-	if (ufs_mount(&d->mnt, d->source, d->mountpoint, &d->cfg, &d->mount_opts, &err)) {
-		fprintf(stderr, "uringfs: %s\n", err.msg);
-		goto err_fs;
-	}
-	d->fuse_fd = d->mnt.fd;
-	if (!d->foreground && (ufs_process_detach(&ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
-		fprintf(stderr, "uringfs: cannot detach: %m\n");
-		goto err_unmount;
-	}
-	ret = ufs_init_exchange(d);
+	ret = inherited ? start_inherited(d, settings, &ready_fd) :
+			  start_fresh(d, settings, &ready_fd);
 	if (ret)
 		goto err_unmount;
 	ret = ufs_transport_start(d);
@@ -77,30 +138,84 @@ static int run(struct ufs_daemon *d)
 		ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
+	if (inherited) {
+		/* The predecessor has gone: what it read and never answered comes again. */
+		ufs_handover_finish(&d->inherit, NULL);
+		ret = ufs_transport_resend(d);
+		if (ret)
+			ufs_warn("asking the kernel to resend: %s", strerror(-ret));
+	}
 	log_serving(d);
 	if (!d->foreground && !ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
 	ufs_process_detach_done(ready_fd, 0, ufs_notify_under_systemd(&d->notify));
+	ufs_fdstore_keep(d);
+	ufs_inherit_release(&d->inherit);
+	ufs_handover_status(d->mnt.real, NULL);
 	ufs_notify_ready(d);
 
 	ufs_main_loop(d, &sigs);
+	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
+		return 0;	/* everything is the successor's now: leave it all as it is */
+	ufs_fdstore_forget(d);
 	ufs_transport_stop(d);
 	ret = ufs_main_loop_end(d);
 	ufs_unmount(&d->mnt);
 	ufs_mount_release(&d->mnt);
 	ufs_fs_destroy(&d->fs);
+	ufs_record_close(&d->record);
 	ufs_info("%s unmounted, exiting", d->mountpoint);
 	return ret ? 1 : 0;
 
 err_workers:
-	ufs_transport_abandon(d);
+	if (!inherited)
+		ufs_transport_abandon(d);
 err_unmount:
+	if (inherited)
+		goto err_out;	/* not ours to undo: backing ids, the record, the mount */
 	ufs_unmount(&d->mnt);
 	ufs_mount_release(&d->mnt);
 err_fs:
 	ufs_fs_destroy(&d->fs);
+err_out:
+	ufs_handover_finish(&d->inherit, "the successor could not start (see its log)");
+	ufs_inherit_release(&d->inherit);
 	ufs_process_detach_done(ready_fd, 1, true);
 	return 1;
+}
+
+/*
+ * --take-over: the running daemon's descriptors, and its SOURCE and -o
+ * where the command line gives none.
+ */
+static int take_over_request(struct ufs_daemon *d, struct ufs_cli *cli)
+{
+	static struct ufs_record_header h;
+	struct ufs_config_error err;
+	char why[512];
+
+	if (ufs_handover_request(d->mountpoint, &d->inherit, why, sizeof(why))) {
+		fprintf(stderr, "uringfs: %s\n", why);
+		return -1;
+	}
+	if (pread(d->inherit.record_fd, &h, sizeof(h), 0) != sizeof(h) ||
+	    h.magic != UFS_RECORD_MAGIC || !memchr(h.settings, 0, sizeof(h.settings)) ||
+	    !memchr(h.source, 0, sizeof(h.source))) {
+		fprintf(stderr, "uringfs: the running daemon handed over no usable record\n");
+		ufs_handover_finish(&d->inherit, "its record is unreadable");
+		return -1;
+	}
+	if (!d->source)
+		d->source = h.source;
+	if (!cli->settings[0] && h.settings[0]) {
+		if (ufs_mount_opts_parse(h.settings, &d->cfg, &d->mount_opts, &err)) {
+			fprintf(stderr, "uringfs: the running daemon's -o: %s\n", err.msg);
+			ufs_handover_finish(&d->inherit, "its -o do not parse here");
+			return -1;
+		}
+		snprintf(cli->settings, sizeof(cli->settings), "%s", h.settings);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -118,24 +233,37 @@ int main(int argc, char **argv)
 		return ufs_cli_check_config(cli.check_config);
 	if (cli.stats_mountpoint)
 		return ufs_cli_print_stats(d, &cli);
-	if (ufs_cli_load_config(&d->cfg))
+	ufs_inherit_init(&d->inherit);
+	ufs_pause_init(&d->pause);
+	if (cli.take_over && take_over_request(d, &cli))
 		return 1;
+	if (ufs_cli_load_config(&d->cfg)) {
+		ufs_handover_finish(&d->inherit, "the successor's settings are invalid");
+		return 1;
+	}
 	if (cli.print_config) {
 		ufs_config_print(&d->cfg, stdout);
 		return 0;
 	}
 	ufs_log_set_level(d->cfg.log_level);
 	ufs_notify_init(&d->notify);
+	/* systemd's store: a connection a predecessor left (restart, crash, upgrade). */
+	if (!cli.take_over && d->cfg.handover && ufs_notify_under_systemd(&d->notify))
+		ufs_fdstore_inherit(&d->inherit);
 	/* journald reads <N> priority prefixes from stderr, with or without -f. */
 	if (ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_JOURNAL);
+	/* An inherited mount point is the mount itself, served by nobody yet: not looked at. */
 	if (ufs_cli_check_dir("source", d->source) ||
-	    ufs_cli_check_dir("mountpoint", d->mountpoint))
+	    (d->inherit.from == UFS_INHERIT_NONE &&
+	     ufs_cli_check_dir("mountpoint", d->mountpoint))) {
+		ufs_handover_finish(&d->inherit, "its SOURCE or MOUNTPOINT is not a directory");
 		return 1;
+	}
 	ufs_process_raise_fd_limit();
 	umask(0);	/* the client's mode is final; see ufs_umask_enter() */
 	clock_gettime(CLOCK_REALTIME, &d->started);
 	ufs_info("uringfs %s starting: %s on %s, config %s", PACKAGE_VERSION, d->source,
 		 d->mountpoint, d->cfg.config_path);
-	return run(d);
+	return run(d, cli.settings);
 }

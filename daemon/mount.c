@@ -263,6 +263,42 @@ static void mount_identify(struct ufs_mount *m)
 	m->conn_id = id > 0 ? (unsigned int)id : 0;
 }
 
+int ufs_mount_real_path(const char *path, char *real, size_t len)
+{
+	char dir[PATH_MAX], parent[PATH_MAX];
+	const char *base;
+	char *slash;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	while (strlen(dir) > 1 && dir[strlen(dir) - 1] == '/')
+		dir[strlen(dir) - 1] = '\0';
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		base = dir;
+		if (!getcwd(parent, sizeof(parent)))
+			return -errno;
+	} else {
+		*slash = '\0';
+		base = slash + 1;
+		if (!realpath(slash == dir ? "/" : dir, parent))
+			return -errno;
+	}
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return -EINVAL;
+	if (snprintf(real, len, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", base) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+long ufs_mount_conn_of(const char *real)
+{
+	struct ufs_mount m = { 0 };
+
+	snprintf(m.real, sizeof(m.real), "%s", real);
+	return mount_find(&m);
+}
+
 bool ufs_mount_listed(const struct ufs_mount *m)
 {
 	return m->conn_id && mount_find(m) == (long)m->conn_id;
@@ -283,6 +319,14 @@ int ufs_mount_detach(struct ufs_mount *m)
 	if (waitpid(pid, &status, 0) < 0)
 		return -errno;
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EPERM;
+}
+
+void ufs_mount_kernel_options(const struct ufs_config *cfg, const struct ufs_mount_opts *mo,
+			      char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", cfg->allow_other ? "allow_other," : "",
+		 cfg->default_permissions ? "default_permissions," : "", mo->kernel,
+		 mo->kernel[0] ? "" : "-");
 }
 
 int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
@@ -345,6 +389,11 @@ void ufs_unmount(struct ufs_mount *m)
 {
 	if (m->se && m->mountpoint[0]) {
 		fuse_session_unmount(m->se);
+		m->mountpoint[0] = '\0';
+	} else if (!m->se && m->mountpoint[0] && m->conn_id) {
+		/* Taken over, no libfuse session: as libfuse would (lazily, as root). */
+		if (ufs_mount_listed(m) && ufs_mount_detach(m))
+			ufs_warn("cannot unmount %s: %m", m->real);
 		m->mountpoint[0] = '\0';
 	}
 }

@@ -45,8 +45,25 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 	      const struct ufs_config *cfg, const struct ufs_mount_opts *mo,
 	      struct ufs_config_error *err);
 
+/*
+ * The options the kernel holds the mount to, as one string (for the
+ * hand-over record: a successor must serve the mount it finds with the
+ * same ones).
+ */
+void ufs_mount_kernel_options(const struct ufs_config *cfg, const struct ufs_mount_opts *mo,
+			      char *buf, size_t len);
+
 /* Unmount (idempotent); the kernel then ends the connection. */
 void ufs_unmount(struct ufs_mount *m);
+
+/*
+ * The real path of a mount point, without looking at the mount point
+ * itself (its parent resolved, its name kept): a successor must not send
+ * its own mount a request before it serves.
+ */
+int ufs_mount_real_path(const char *path, char *real, size_t len);
+/* The connection number of the topmost uringfs mount at real, or -1. */
+long ufs_mount_conn_of(const char *real);
 
 /*
  * Is the mount still in this namespace's mount table?  After the connection

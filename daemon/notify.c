@@ -49,6 +49,12 @@ void ufs_notify_status(struct ufs_daemon *d)
 		notify_status(d, "");
 }
 
+void ufs_notify_not_serving(const struct ufs_notify *n, const char *why)
+{
+	if (n->enabled)
+		sd_notifyf(0, "STATUS=not serving: %s", why);
+}
+
 void ufs_notify_stopping(const struct ufs_notify *n)
 {
 	if (n->enabled)

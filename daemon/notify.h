@@ -25,6 +25,8 @@ void ufs_notify_ready(struct ufs_daemon *d);
 /* Refresh STATUS= (and pet the watchdog). */
 void ufs_notify_status(struct ufs_daemon *d);
 void ufs_notify_stopping(const struct ufs_notify *n);
+/* STATUS= of a successor that cannot serve the mount it inherited. */
+void ufs_notify_not_serving(const struct ufs_notify *n, const char *why);
 /* How often the main loop should call ufs_notify_status, or -1. */
 int ufs_notify_interval_ms(const struct ufs_notify *n);
 

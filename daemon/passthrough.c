@@ -409,3 +409,37 @@ void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file)
 	if (close_id >= 0)
 		backing_close(fs, close_id);
 }
+
+/*
+ * A predecessor's open file, restored with the data path the kernel holds
+ * it on: its opens are counted again, and a passed-through inode keeps the
+ * backing id the kernel still has (closed by the last RELEASE, here).
+ * Returns -EPROTO if the record contradicts an earlier open of the inode.
+ */
+int ufs_io_path_restore(struct ufs_fs *fs, struct ufs_file *file, enum ufs_io_mode mode,
+			int backing_id)
+{
+	struct ufs_inode *inode = file->inode;
+	int ret = 0;
+
+	if (mode == UFS_IO_NONE)
+		return 0;
+	if (mode != UFS_IO_DAEMON && (mode != UFS_IO_PASSTHROUGH || backing_id <= 0))
+		return -EPROTO;
+	pthread_mutex_lock(&inode->lock);
+	if (inode->io_mode == UFS_IO_NONE) {
+		inode->io_mode = mode;
+		inode->backing_id = mode == UFS_IO_PASSTHROUGH ? backing_id : 0;
+		if (mode == UFS_IO_PASSTHROUGH)
+			__atomic_fetch_add(&fs->backing_ids, 1, __ATOMIC_RELAXED);
+	} else if (inode->io_mode != mode || inode->backing_id != (mode == UFS_IO_PASSTHROUGH ?
+								   backing_id : 0)) {
+		ret = -EPROTO;
+	}
+	if (!ret) {
+		inode->io_opens++;
+		file->io_mode = mode;
+	}
+	pthread_mutex_unlock(&inode->lock);
+	return ret;
+}

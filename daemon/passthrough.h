@@ -71,4 +71,8 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 /* The file's open is gone: the inode's last passthrough open closes its backing id. */
 void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file);
 
+/* A predecessor's open file on the path the kernel holds it on (restore.c). */
+int ufs_io_path_restore(struct ufs_fs *fs, struct ufs_file *file, enum ufs_io_mode mode,
+			int backing_id);
+
 #endif /* UFS_PASSTHROUGH_H */

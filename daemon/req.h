@@ -111,6 +111,13 @@ struct ufs_req {
 	const struct fuse_in_header *in;
 	struct ufs_inode *inode;	/* in->nodeid, referenced while the request lives */
 	bool noreply;			/* FORGET and friends: the kernel expects no answer */
+	/*
+	 * A predecessor may have carried it out already and died before its
+	 * reply (FUSE_UNIQUE_RESEND, or a ring entry it held): an outcome that
+	 * says "already done" (EEXIST from a create, ENOENT from a removal) is
+	 * its success.
+	 */
+	bool replay;
 	struct ufs_args args;
 	/*
 	 * Reply payload buffer.  It may be the same memory as the request's

@@ -109,6 +109,10 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		snprintf(name, sizeof(name), "passthrough_refused_%s", ufs_pt_refusal_name(i));
 		put_u64(f, name, total.pt_refused[i]);
 	}
+	fprintf(f, "handover %s\n", ufs_record_kept(&d->record) ? "on" : "off");
+	put_u64(f, "restarts", ufs_record_kept(&d->record) ?
+		__atomic_load_n(&d->record.hdr->restarts, __ATOMIC_RELAXED) : 0);
+	put_u64(f, "requests_replayed", total.requests_replayed);
 	put_u64(f, "inodes", ufs_inode_count(&d->fs));
 	ufs_inode_export_stats(&d->fs, &exports);
 	put_u64(f, "export_nodeids", exports.count);

@@ -18,6 +18,7 @@ struct ufs_stats {
 	uint64_t requests[UFS_OPCODE_MAX];	/* by opcode; [0] counts unknown ones */
 	uint64_t requests_ring;
 	uint64_t requests_dev;
+	uint64_t requests_replayed;		/* resent by the kernel, or adopted after a crash */
 	uint64_t read_bytes;
 	uint64_t write_bytes;
 	uint64_t errors;			/* replies with an error */

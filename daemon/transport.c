@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 
 #include "copy.h"
 #include "daemon.h"
@@ -27,6 +28,13 @@ static int start_dev_workers(struct ufs_daemon *d)
 		int fd = ufs_dev_clone(d->fuse_fd);
 		int ret;
 
+		/* A predecessor's clone may hold requests it read: keep reading it. */
+		if (i < d->inherit.ndev && d->inherit.dev_fds[i] >= 0) {
+			if (fd >= 0)
+				close(fd);
+			fd = d->inherit.dev_fds[i];
+			d->inherit.dev_fds[i] = -1;
+		}
 		if (fd < 0)
 			return fd;
 		__atomic_fetch_add(&d->workers_running, 1, __ATOMIC_RELAXED);
@@ -150,4 +158,83 @@ void ufs_transport_abandon(struct ufs_daemon *d)
 			break;
 	}
 	ufs_transport_stop(d);
+}
+
+/* ---- hand-over (handover.c) ---- */
+
+static void nudge_workers(void *arg)
+{
+	struct ufs_daemon *d = arg;
+
+	for (unsigned int i = 0; i < d->nworkers; i++) {
+		if (d->workers[i].started)
+			pthread_kill(d->workers[i].thread, UFS_WORKER_WAKE_SIGNAL);
+	}
+}
+
+int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t why_len)
+{
+	unsigned int want = 0;
+	int ret;
+
+	if (d->transport != UFS_TRANSPORT_DEV) {
+		snprintf(why, why_len, "a take-over of the io_uring transport is not supported yet");
+		return -EOPNOTSUPP;
+	}
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		want += d->workers[i].started;
+	if (!ufs_serve_state_set(&d->pause, UFS_SERVE_PAUSED)) {
+		snprintf(why, why_len, "another take-over is in progress");
+		return -EBUSY;
+	}
+	ret = ufs_pause_wait_parked(&d->pause, want, timeout_ms, nudge_workers, d);
+	if (ret) {
+		ufs_serve_state_set(&d->pause, UFS_SERVING);
+		snprintf(why, why_len, "workers still busy after %d ms", timeout_ms);
+	}
+	return ret;
+}
+
+void ufs_transport_resume(struct ufs_daemon *d)
+{
+	ufs_serve_state_set(&d->pause, UFS_SERVING);
+}
+
+void ufs_transport_handed_over(struct ufs_daemon *d)
+{
+	ufs_serve_state_set(&d->pause, UFS_SERVE_HANDED_OVER);
+}
+
+unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned int max)
+{
+	unsigned int n = 0;
+
+	if (d->transport != UFS_TRANSPORT_DEV)
+		return 0;	/* the ring's reader reads only FORGETs and INTERRUPTs */
+	for (unsigned int i = 0; i < d->nworkers && n < max; i++) {
+		int fd = ufs_dev_worker_fd(&d->workers[i]);
+
+		if (fd >= 0)
+			fds[n++] = fd;
+	}
+	return n;
+}
+
+/*
+ * A successor, once nobody else reads the connection: the kernel sends
+ * again every request a predecessor read and never answered (they come
+ * back with FUSE_UNIQUE_RESEND in their unique), and the predecessor's
+ * clones this daemon did not take can go.
+ */
+int ufs_transport_resend(struct ufs_daemon *d)
+{
+	int ret = ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_RESEND, NULL, 0);
+
+	for (unsigned int i = 0; i < d->inherit.ndev; i++) {
+		if (d->inherit.dev_fds[i] >= 0) {
+			close(d->inherit.dev_fds[i]);
+			d->inherit.dev_fds[i] = -1;
+		}
+	}
+	return ret;
 }

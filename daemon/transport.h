@@ -16,4 +16,17 @@ void ufs_transport_force_stop(struct ufs_daemon *d);
 /* Start-up failed after some workers started: unmount, and wait for them. */
 void ufs_transport_abandon(struct ufs_daemon *d);
 
+
+/* ---- hand-over ---- */
+
+/* Park every worker between requests; 0, or why not. */
+int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t why_len);
+void ufs_transport_resume(struct ufs_daemon *d);
+/* The successor serves: parked workers leave quietly. */
+void ufs_transport_handed_over(struct ufs_daemon *d);
+/* The clones of the connection that may hold requests read and unanswered. */
+unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned int max);
+/* A successor's first word to the kernel: send again what nobody answered. */
+int ufs_transport_resend(struct ufs_daemon *d);
+
 #endif /* UFS_TRANSPORT_H */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -122,4 +123,103 @@ int ufs_workers_alloc(struct ufs_daemon *d)
 	d->dev_reader.id = n;
 	d->dev_reader.cpu = -1;
 	return 0;
+}
+
+/* ---- pausing for a take-over (handover.c) ---- */
+
+void ufs_pause_init(struct ufs_pause *p)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);	/* deadlines below */
+	pthread_cond_init(&p->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	p->state = UFS_SERVING;
+	p->parked = 0;
+}
+
+static bool serve_state_may(enum ufs_serve_state from, enum ufs_serve_state to)
+{
+	switch (from) {
+	case UFS_SERVING:
+		return to == UFS_SERVE_PAUSED;
+	case UFS_SERVE_PAUSED:
+		return to == UFS_SERVING || to == UFS_SERVE_HANDED_OVER;
+	case UFS_SERVE_HANDED_OVER:
+		return false;	/* the successor serves: for good */
+	}
+	return false;
+}
+
+bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to)
+{
+	bool ok;
+
+	pthread_mutex_lock(&p->lock);
+	ok = serve_state_may(p->state, to);
+	if (ok) {
+		__atomic_store_n(&p->state, to, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ok;
+}
+
+bool ufs_worker_pause_point(struct ufs_worker *w)
+{
+	struct ufs_pause *p = &w->daemon->pause;
+	enum ufs_serve_state state;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->state == UFS_SERVE_PAUSED) {
+		p->parked++;
+		pthread_cond_broadcast(&p->cond);
+		while (p->state == UFS_SERVE_PAUSED)
+			pthread_cond_wait(&p->cond, &p->lock);
+		p->parked--;
+	}
+	state = p->state;
+	pthread_mutex_unlock(&p->lock);
+	return state == UFS_SERVE_HANDED_OVER;
+}
+
+int ufs_pause_wait_parked(struct ufs_pause *p, unsigned int want, int timeout_ms,
+			  void (*nudge)(void *), void *arg)
+{
+	struct timespec deadline, step;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&p->lock);
+	while (p->parked < want && !ret) {
+		/*
+		 * A worker's wake-up signal can land just before it blocks in
+		 * read(2): nudge again every 10 ms rather than trust one.
+		 */
+		pthread_mutex_unlock(&p->lock);
+		nudge(arg);
+		pthread_mutex_lock(&p->lock);
+		clock_gettime(CLOCK_MONOTONIC, &step);
+		if (step.tv_sec > deadline.tv_sec ||
+		    (step.tv_sec == deadline.tv_sec && step.tv_nsec >= deadline.tv_nsec)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		step.tv_nsec += 10000000L;
+		if (step.tv_nsec >= 1000000000L) {
+			step.tv_sec++;
+			step.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->cond, &p->lock, &step);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
 }

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Handing a live mount over (handover.h): the take-over socket, both ends,
+ * and reading systemd's file descriptor store.
+ *
+ * The take-over exchange, over a SOCK_SEQPACKET socket whose abstract name
+ * follows from the mount point and the user (a peer of another user is
+ * refused at both ends):
+ *
+ *	successor			running daemon
+ *	HELLO  ----------------------->	pauses its workers at a clean point
+ *	       <-----------------------	STATE: the connection, the record, clones
+ *	       <-----------------------	FILES: open files' descriptors, in batches
+ *	       <-----------------------	END
+ *	restores, starts serving
+ *	READY  ----------------------->	exits without unmounting
+ *	(or FAIL: why) --------------->	(or serves on)
+ *	waits for the socket to close, then has the kernel resend
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "handover.h"
+#include "log.h"
+#include "mount.h"
+#include "transport.h"
+
+#define HANDOVER_MAGIC 0x48534655u	/* "UFSH" */
+#define FDS_PER_MSG 250			/* under SCM_MAX_FD (253) */
+#define PAUSE_TIMEOUT_MS 30000		/* a worker finishing its request */
+#define RESTORE_TIMEOUT_MS 300000	/* the successor reopening every file */
+#define EXIT_TIMEOUT_MS 30000		/* the old daemon leaving after READY */
+
+enum msg_type {
+	MSG_HELLO = 1,
+	MSG_STATE,	/* fds: fuse, record, then clones */
+	MSG_FILES,	/* fds: backing files, at index[] */
+	MSG_END,
+	MSG_READY,
+	MSG_FAIL,	/* text: why */
+};
+
+struct handover_msg {
+	uint32_t magic;
+	uint32_t type;
+	uint32_t count;
+	uint32_t pid;
+	uint32_t index[FDS_PER_MSG];
+	char text[256];
+};
+
+void ufs_inherit_init(struct ufs_inherit *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->conn = in->fuse_fd = in->record_fd = -1;
+}
+
+void ufs_inherit_release(struct ufs_inherit *in)
+{
+	if (in->conn >= 0)
+		close(in->conn);
+	if (in->fuse_fd >= 0)
+		close(in->fuse_fd);
+	if (in->record_fd >= 0)
+		close(in->record_fd);
+	for (unsigned int i = 0; i < in->ndev; i++) {
+		if (in->dev_fds[i] >= 0)
+			close(in->dev_fds[i]);
+	}
+	for (uint32_t i = 0; i < in->nfile_fds; i++) {
+		if (in->file_fds[i] >= 0)
+			close(in->file_fds[i]);
+	}
+	free(in->file_fds);
+	ufs_inherit_init(in);
+}
+
+/* ---- the socket ---- */
+
+static uint64_t path_hash(const char *real)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	for (const char *p = real; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h;
+}
+
+/* "@uringfs-takeover-<uid>-<hash of the mount point's real path>" */
+static socklen_t socket_name(const char *real, struct sockaddr_un *sa)
+{
+	uint64_t h = path_hash(real);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	return offsetof(struct sockaddr_un, sun_path) + 1 +
+	       snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "uringfs-takeover-%u-%016llx",
+			(unsigned int)geteuid(), (unsigned long long)h);
+}
+
+static bool peer_is_us(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
+}
+
+static int wait_readable(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&p, 1, timeout_ms);
+	} while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
+}
+
+static int send_msg(int sock, const struct handover_msg *m, const int *fds, unsigned int nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)] = { 0 };
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do {
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	return n == sizeof(*m) ? 0 : n < 0 ? -errno : -EPROTO;
+}
+
+/* One message within timeout_ms; its descriptors in fds (closed on error). */
+static int recv_msg(int sock, struct handover_msg *m, int *fds, unsigned int *nfds, int timeout_ms)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	ssize_t n;
+	int ret;
+
+	*nfds = 0;
+	ret = wait_readable(sock, timeout_ms);
+	if (ret)
+		return ret;
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			*nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(c), *nfds * sizeof(int));
+		}
+	}
+	if (n == 0)
+		return -ECONNRESET;
+	if (n != sizeof(*m) || m->magic != HANDOVER_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
+		for (unsigned int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return -EPROTO;
+	}
+	m->text[sizeof(m->text) - 1] = '\0';
+	return 0;
+}
+
+static int send_type(int sock, enum msg_type type, const char *text)
+{
+	struct handover_msg m = { .magic = HANDOVER_MAGIC, .type = type, .pid = getpid() };
+
+	if (text)
+		snprintf(m.text, sizeof(m.text), "%s", text);
+	return send_msg(sock, &m, NULL, 0);
+}
+
+/* ---- the running daemon ---- */
+
+int ufs_handover_listen(struct ufs_daemon *d)
+{
+	struct sockaddr_un sa;
+	socklen_t len = socket_name(d->mnt.real, &sa);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 1)) {
+		ufs_warn("take-over socket for %s: %m: uringfs --take-over cannot reach this daemon",
+			 d->mnt.real);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct files_batch {
+	int sock;
+	struct handover_msg m;
+	int fds[FDS_PER_MSG];
+	int error;
+};
+
+static int files_flush(struct files_batch *b)
+{
+	if (!b->m.count || b->error)
+		return b->error;
+	b->error = send_msg(b->sock, &b->m, b->fds, b->m.count);
+	b->m.count = 0;
+	return b->error;
+}
+
+static void file_add(void *arg, uint32_t index, int fd)
+{
+	struct files_batch *b = arg;
+
+	b->m.index[b->m.count] = index;
+	b->fds[b->m.count++] = fd;
+	if (b->m.count == FDS_PER_MSG)
+		files_flush(b);
+}
+
+/* Everything but the verdict; 0 or a negative errno with why set. */
+static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
+{
+	struct handover_msg m = { .magic = HANDOVER_MAGIC, .type = MSG_STATE, .pid = getpid() };
+	int fds[2 + UFS_INHERIT_DEV_MAX];
+	struct files_batch b = { .sock = sock };
+	unsigned int n = 0;
+	int ret;
+
+	fds[n++] = d->fuse_fd;
+	fds[n++] = d->record.fd;
+	n += ufs_transport_clone_fds(d, fds + n, UFS_INHERIT_DEV_MAX);
+	m.count = n;
+	ret = send_msg(sock, &m, fds, n);
+	if (!ret) {
+		b.m = (struct handover_msg){ .magic = HANDOVER_MAGIC, .type = MSG_FILES };
+		ufs_file_for_each_fd(&d->fs, file_add, &b);
+		ret = files_flush(&b);
+	}
+	if (!ret)
+		ret = send_type(sock, MSG_END, NULL);
+	if (ret)
+		snprintf(why, len, "sending the descriptors: %s", strerror(-ret));
+	return ret;
+}
+
+bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
+{
+	struct handover_msg m;
+	unsigned int nfds;
+	char why[300] = "";
+	int sock, ret, fds[FDS_PER_MSG];
+	bool took = false;
+
+	sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (sock < 0)
+		return false;
+	if (!peer_is_us(sock)) {
+		ufs_warn("take-over: refused a peer that is not uid %u", (unsigned int)geteuid());
+		close(sock);
+		return false;
+	}
+	ret = recv_msg(sock, &m, fds, &nfds, 5000);
+	for (unsigned int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (ret || m.type != MSG_HELLO) {
+		close(sock);
+		return false;
+	}
+	ufs_info("take-over: pid %u asks for %s", m.pid, d->mountpoint);
+	ret = ufs_transport_pause(d, PAUSE_TIMEOUT_MS, why, sizeof(why));
+	if (ret) {
+		send_type(sock, MSG_FAIL, why);
+		ufs_warn("take-over by pid %u refused: %s", m.pid, why);
+		close(sock);
+		return false;
+	}
+	ret = handover_send(d, sock, why, sizeof(why));
+	if (!ret) {
+		ret = recv_msg(sock, &m, fds, &nfds, RESTORE_TIMEOUT_MS);
+		for (unsigned int i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (ret)
+			snprintf(why, sizeof(why), "no word from the successor: %s", strerror(-ret));
+		else if (m.type == MSG_FAIL)
+			snprintf(why, sizeof(why), "%s", m.text);
+		else
+			took = m.type == MSG_READY;
+	}
+	if (took) {
+		ufs_transport_handed_over(d);
+		ufs_info("handed %s over to pid %u: exiting without unmounting", d->mountpoint,
+			 m.pid);
+		/* The socket closes when this process goes: the successor waits for that. */
+		return true;
+	}
+	ufs_transport_resume(d);
+	ufs_warn("take-over failed (%s): serving %s on", why, d->mountpoint);
+	close(sock);
+	return false;
+}
+
+/* ---- the successor ---- */
+
+static int file_fds_put(struct ufs_inherit *in, uint32_t index, int fd)
+{
+	if (index >= in->nfile_fds) {
+		uint32_t n = index + 1 > 2 * in->nfile_fds ? index + 1 : 2 * in->nfile_fds;
+		int *p = realloc(in->file_fds, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		for (uint32_t i = in->nfile_fds; i < n; i++)
+			p[i] = -1;
+		in->file_fds = p;
+		in->nfile_fds = n;
+	}
+	if (in->file_fds[index] >= 0)
+		close(in->file_fds[index]);
+	in->file_fds[index] = fd;
+	return 0;
+}
+
+static int take_state(struct ufs_inherit *in, const struct handover_msg *m, int *fds,
+		      unsigned int nfds)
+{
+	if (nfds < 2 || nfds != m->count || nfds - 2 > UFS_INHERIT_DEV_MAX) {
+		for (unsigned int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	in->fuse_fd = fds[0];
+	in->record_fd = fds[1];
+	for (unsigned int i = 2; i < nfds; i++)
+		in->dev_fds[in->ndev++] = fds[i];
+	return 0;
+}
+
+static int take_files(struct ufs_inherit *in, const struct handover_msg *m, int *fds,
+		      unsigned int nfds)
+{
+	int ret = nfds == m->count && nfds <= FDS_PER_MSG ? 0 : -EPROTO;
+
+	for (unsigned int i = 0; i < nfds; i++) {
+		if (!ret)
+			ret = file_fds_put(in, m->index[i], fds[i]);
+		else
+			close(fds[i]);
+	}
+	return ret;
+}
+
+int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *why,
+			 size_t why_len)
+{
+	char real[PATH_MAX];
+	struct sockaddr_un sa;
+	struct handover_msg m;
+	int fds[FDS_PER_MSG], ret;
+	unsigned int nfds;
+	socklen_t len;
+
+	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
+	if (ret) {
+		snprintf(why, why_len, "%s: %s", mountpoint, strerror(-ret));
+		return ret;
+	}
+	len = socket_name(real, &sa);
+	in->conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (in->conn < 0 || connect(in->conn, (struct sockaddr *)&sa, len)) {
+		ret = -errno;
+		snprintf(why, why_len, "no uringfs daemon of uid %u serves %s (%s)",
+			 (unsigned int)geteuid(), real, strerror(-ret));
+		return ret;
+	}
+	if (!peer_is_us(in->conn)) {
+		snprintf(why, why_len, "the take-over socket of %s belongs to another user", real);
+		return -EPERM;
+	}
+	ret = send_type(in->conn, MSG_HELLO, NULL);
+	while (!ret) {
+		ret = recv_msg(in->conn, &m, fds, &nfds, PAUSE_TIMEOUT_MS + 5000);
+		if (ret)
+			break;
+		if (m.type == MSG_END) {
+			in->from = UFS_INHERIT_TAKEOVER;
+			in->predecessor = m.pid;
+			return in->fuse_fd >= 0 ? 0 : -EPROTO;
+		}
+		if (m.type == MSG_FAIL) {
+			snprintf(why, why_len, "the running daemon refused: %s", m.text);
+			return -EBUSY;
+		}
+		if (m.type == MSG_STATE && in->fuse_fd < 0)
+			ret = take_state(in, &m, fds, nfds);
+		else if (m.type == MSG_FILES)
+			ret = take_files(in, &m, fds, nfds);
+		else
+			ret = -EPROTO;
+	}
+	snprintf(why, why_len, "take-over of %s: %s", real, strerror(-ret));
+	return ret;
+}
+
+void ufs_handover_finish(struct ufs_inherit *in, const char *why)
+{
+	struct handover_msg m;
+	unsigned int nfds;
+	int fds[FDS_PER_MSG];
+
+	if (in->conn < 0)
+		return;
+	if (send_type(in->conn, why ? MSG_FAIL : MSG_READY, why) || why) {
+		close(in->conn);
+		in->conn = -1;
+		return;
+	}
+	/* It closes the socket by exiting: until then it may still answer a request. */
+	while (recv_msg(in->conn, &m, fds, &nfds, EXIT_TIMEOUT_MS) == 0) {
+		for (unsigned int i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
+	close(in->conn);
+	in->conn = -1;
+}
+
+/* ---- why nobody serves: the status file ---- */
+
+/* /run/uringfs (root) or $XDG_RUNTIME_DIR/uringfs, and the mount's file in it. */
+static int status_path(const char *real, char *path, size_t len, bool make_dir)
+{
+	const char *runtime = geteuid() ? getenv("XDG_RUNTIME_DIR") : "/run";
+	char dir[PATH_MAX];
+
+	if (!runtime || !*runtime)
+		return -ENOENT;
+	snprintf(dir, sizeof(dir), "%s/uringfs", runtime);
+	if (make_dir && mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, len, "%s/not-served-%u-%016llx", dir, (unsigned int)geteuid(),
+		 (unsigned long long)path_hash(real));
+	return 0;
+}
+
+void ufs_handover_status(const char *real, const char *why)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	if (status_path(real, path, sizeof(path), why != NULL))
+		return;
+	if (!why) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "%s is not served: a successor (pid %d) could not start: %s\n", real,
+		(int)getpid(), why);
+	fclose(f);
+}
+
+int ufs_handover_status_read(const char *mountpoint, char *buf, size_t len)
+{
+	char real[PATH_MAX], path[PATH_MAX + 64];
+	FILE *f;
+	int ret;
+
+	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
+	if (!ret)
+		ret = status_path(real, path, sizeof(path), false);
+	if (ret)
+		return ret;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf[0] ? 0 : -ENOENT;
+}
+
+/* ---- systemd's file descriptor store ---- */
+
+int ufs_fdstore_inherit(struct ufs_inherit *in)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names);
+
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names && names[i] ? names[i] : "";
+
+		if (!strcmp(name, "fuse") && in->fuse_fd < 0)
+			in->fuse_fd = fd;
+		else if (!strcmp(name, "record") && in->record_fd < 0)
+			in->record_fd = fd;
+		else if (!strncmp(name, "dev-", 4) && in->ndev < UFS_INHERIT_DEV_MAX)
+			in->dev_fds[in->ndev++] = fd;
+		else
+			close(fd);
+		if (names)
+			free(names[i]);
+	}
+	free(names);
+	if (in->fuse_fd >= 0 && in->record_fd >= 0)
+		in->from = UFS_INHERIT_FDSTORE;
+	return n < 0 ? n : 0;
+}
+
+static void fdstore_put(int fd, const char *name)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) <= 0)
+		ufs_log_once(UFS_LOG_WARN, "systemd did not take %s into its file descriptor store "
+					   "(FileDescriptorStoreMax= unset?): a restart will unmount",
+			     name);
+}
+
+void ufs_fdstore_keep(struct ufs_daemon *d)
+{
+	int fds[UFS_INHERIT_DEV_MAX];
+	unsigned int n;
+
+	if (!d->notify.enabled || !ufs_record_kept(&d->record))
+		return;
+	/* Not yet for io_uring: a successor could not take it (transport.c). */
+	if (d->transport != UFS_TRANSPORT_DEV)
+		return;
+	fdstore_put(d->fuse_fd, "fuse");
+	fdstore_put(d->record.fd, "record");
+	n = ufs_transport_clone_fds(d, fds, UFS_INHERIT_DEV_MAX);
+	for (unsigned int i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "dev-%u", i);
+		fdstore_put(fds[i], name);
+	}
+	/* A predecessor's clones this daemon closed (it has fewer workers, or the ring). */
+	for (unsigned int i = n; i < d->inherit.ndev; i++) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=dev-%u", i);
+		sd_notify(0, msg);
+	}
+}
+
+void ufs_fdstore_forget(struct ufs_daemon *d)
+{
+	if (!d->notify.enabled)
+		return;
+	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
+	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=record");
+	for (unsigned int i = 0; i < UFS_INHERIT_DEV_MAX; i++) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=dev-%u", i);
+		if (i >= d->nworkers && i >= d->inherit.ndev)
+			break;
+		sd_notify(0, msg);
+	}
+}

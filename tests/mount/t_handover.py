@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The mount and its open files outlive the daemon (handover.h).
+
+Three ways a daemon is replaced under load (fio verifying what it wrote
+to several open files, a loop creating, renaming and removing files, a
+process holding a POSIX lock and another an flock):
+- a planned upgrade: `uringfs --take-over MOUNTPOINT` from a new binary;
+- kill -9, with systemd's part played by tests/lib/fake_systemd.py: the
+  connection and the hand-over record wait in its file descriptor store,
+  and a restart finds them (LISTEN_FDS);
+- a successor that cannot start (settings the live connection cannot
+  have): the mount stays, callers wait, the log and --stats say why, and a
+  good start then takes over.
+No process may see an error, fio's verification must pass, and both locks
+must still be held when the new daemon serves.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import fake_systemd
+import ufs
+import ufs_load
+import ufs_sys as sx
+from ufs import case, check, check_eq
+
+LOAD_SECONDS = 8
+
+
+def require_handover():
+    ufs.require_daemon('hand-over is the daemon\'s')
+
+
+def require_transport_handover(m):
+    """The io_uring transport's take-over is not there yet: transport.c refuses it."""
+    if m.stats()['transport'] != 'dev':
+        raise ufs.Skip('a take-over of the io_uring transport is not implemented yet '
+                       '(ufs_transport_pause refuses it)')
+
+
+def check_load(res, what, blocked_max=None):
+    """What the load saw across the hand-over: no error anywhere."""
+    check_eq(res['fio_rc'], 0, f'{what}: fio exit status\n{res["fio_tail"]}')
+    check_eq(res['fio_verify_errors'], 0, f'{what}: fio verification errors\n{res["fio_tail"]}')
+    check_eq(res['meta_rc'], 0, f'{what}: the metadata loop saw errors:\n{res["meta"]}')
+    check_eq(res['holders_rc'], [0, 0], f'{what}: the lock holders')
+    if blocked_max is not None:
+        check(res['meta_worst'] is not None and res['meta_worst'] < blocked_max,
+              f'{what}: a metadata call blocked {res["meta_worst"]} s (at most {blocked_max})')
+    print(f'# {what}: {res["meta"].splitlines()[0]} (the longest call blocked this long); '
+          f'fio: {res["fio_tail"].splitlines()[-1].strip() if res["fio_tail"] else ""}')
+
+
+def new_binary(m):
+    """A copy of the daemon under another name: an upgrade's new build."""
+    path = os.path.join(m.base, 'uringfs-new')
+    shutil.copy2(m.daemon, path)
+    return path
+
+
+def empty_config():
+    path = os.path.join(ufs.run_dir(), 'empty.conf')
+    if not os.path.exists(path):
+        open(path, 'w').close()
+    return path
+
+
+@case(mount=False, root=True, timeout=180)
+def takeover_under_load():
+    """A new binary takes a busy mount over with --take-over: the old daemon
+    exits 0 without unmounting, and nothing the load does notices."""
+    require_handover()
+    with ufs.Mount() as m:
+        require_transport_handover(m)
+        load = ufs_load.Load(m.mnt, LOAD_SECONDS)
+        try:
+            time.sleep(LOAD_SECONDS / 3)
+            old = m.proc
+            cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+            with open(m.log, 'ab') as log:
+                new = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+            check_eq(old.wait(timeout=60), 0, 'the old daemon\'s exit status' + m.log_tail())
+            m.proc = new
+            check(ufs_load.wait_for(lambda: m.stats()['restarts'] == 1, 30),
+                  'the new daemon serves, restart 1 of the mount' + m.log_tail())
+            check_eq(load.locks_held(), (True, True), 'POSIX lock and flock held after it')
+            res = load.finish()
+        finally:
+            load.kill()
+        check_load(res, 'take-over', blocked_max=5)
+        check(new.poll() is None, 'the new daemon still serves' + m.log_tail())
+        check('handed ' in m.log_text() and 'took over' in m.log_text(),
+              'both daemons logged the hand-over' + m.log_tail())
+
+
+class SystemdMount:
+    """The daemon as a systemd service with a file descriptor store."""
+
+    def __init__(self, opts=None):
+        cfg = ufs.config()
+        self.base = ufs.scratch_dir('sd')
+        self.src, self.mnt = f'{self.base}/src', f'{self.base}/mnt'
+        os.makedirs(self.src)
+        os.makedirs(self.mnt)
+        self.opts = ufs.join_opts(opts, cfg.opts)
+        self.argv = [cfg.daemon, '-f', '--config', empty_config()] + \
+            (['-o', self.opts] if self.opts else []) + [self.src, self.mnt]
+        self.svc = fake_systemd.Service(self.argv)
+        self.logs = []
+
+    def start(self, argv=None, ready=True):
+        self.svc.start(argv or self.argv)
+        if ready:
+            check(self.svc.wait_ready(60), 'READY=1 from the service' + self.tail())
+
+    def collect(self):
+        if self.svc.proc and self.svc.proc.poll() is not None:
+            self.logs.append(self.svc.stderr())
+
+    def tail(self):
+        self.collect()
+        return '\nservice log:\n' + '\n'.join(self.logs)[-3000:]
+
+    def stats(self):
+        return ufs.Mount.stats(self)
+
+    user = None
+
+    def close(self):
+        if ufs.mount_entry(self.mnt):
+            subprocess.run(['fusermount3', '-u', self.mnt], capture_output=True)
+        if self.svc.proc:
+            try:
+                self.svc.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        self.collect()
+        self.svc.close()
+        if ufs.mount_entry(self.mnt):
+            subprocess.run(['umount', '-l', self.mnt], capture_output=True)
+
+
+@case(mount=False, root=True, timeout=180)
+def kill9_with_fdstore():
+    """kill -9 of the daemon under load, restarted with the file descriptor
+    store: callers block while no daemon runs, then carry on; fsynced data
+    and fio's verification are intact; the locks are still held."""
+    require_handover()
+    sd = SystemdMount()
+    try:
+        sd.start()
+        require_transport_handover(sd)
+        check_eq(sorted(n for n in sd.svc.names() if not n.startswith('dev-')),
+                 ['fuse', 'record'], 'what the daemon put in the store')
+        load = ufs_load.Load(sd.mnt, LOAD_SECONDS)
+        try:
+            time.sleep(LOAD_SECONDS / 3)
+            sd.svc.kill(signal.SIGKILL)
+            sd.collect()
+            killed = time.monotonic()
+            time.sleep(1.0)         # RestartSec=1
+            sd.start()
+            print(f'# restarted and ready {time.monotonic() - killed:.2f} s after kill -9')
+            check_eq(sd.stats()['restarts'], 1, 'restart 1 of the mount')
+            check_eq(load.locks_held(), (True, True), 'POSIX lock and flock held after it')
+            res = load.finish()
+        finally:
+            load.kill()
+        check_load(res, 'kill -9', blocked_max=15)
+        check(res['meta_worst'] >= 0.9, f'callers blocked while no daemon ran '
+              f'(longest call {res["meta_worst"]} s)')
+        subprocess.run(['fusermount3', '-u', sd.mnt], check=True)
+        check_eq(sd.svc.proc.wait(timeout=20), 0, 'the successor exits 0 after the unmount')
+    finally:
+        sd.close()
+
+
+@case(mount=False, root=True, timeout=180)
+def bad_successor_leaves_mount():
+    """A successor whose settings the live connection cannot have refuses,
+    says why, and leaves the mount as it is; a good start then takes over
+    and the blocked callers carry on."""
+    require_handover()
+    sd = SystemdMount()
+    try:
+        sd.start()
+        require_transport_handover(sd)
+        ufs.write_file(f'{sd.mnt}/kept', b'before')
+        sd.svc.kill(signal.SIGKILL)
+        sd.collect()
+        # A caller that blocks while nobody serves.
+        reader = subprocess.Popen(['cat', f'{sd.mnt}/kept'], stdout=subprocess.PIPE)
+        bad = [sd.argv[0], '-f', '--config', empty_config(), '-o',
+               ufs.join_opts(sd.opts, 'writeback_cache=on'), sd.src, sd.mnt]
+        sd.start(bad, ready=False)
+        rc = sd.svc.proc.wait(timeout=60)
+        sd.collect()
+        check(rc != 0, 'the bad successor exits non-zero')
+        check('negotiate' in sd.logs[-1] and 'unmount to change' in sd.logs[-1],
+              'it says why' + sd.tail())
+        check(ufs.mount_entry(sd.mnt) is not None, 'the mount stays')
+        check(reader.poll() is None, 'the caller still waits')
+        st = subprocess.run([ufs.config().daemon, '--stats', sd.mnt], capture_output=True,
+                            text=True, timeout=30)
+        check(st.returncode != 0 and 'not served' in st.stderr and 'negotiate' in st.stderr,
+              f'--stats says why: rc {st.returncode}: {st.stderr.strip()}')
+        sd.start()
+        out, _ = reader.communicate(timeout=30)
+        check_eq(out, b'before', 'the blocked caller carries on')
+        check_eq(sd.stats()['restarts'], 1, 'the good start took over')
+        subprocess.run(['fusermount3', '-u', sd.mnt], check=True)
+        check_eq(sd.svc.proc.wait(timeout=20), 0, 'the successor exits 0 after the unmount')
+    finally:
+        sd.close()
+
+
+@case(mount=False, root=True, timeout=120)
+def handles_across_takeover():
+    """File handles taken before a take-over open the same files after it,
+    whether the kernel still holds the inodes or forgot them first."""
+    require_handover()
+    with ufs.Mount(opts='export_inodes=65536') as m:
+        require_transport_handover(m)
+        ufs.write_file(f'{m.mnt}/a', b'alpha')
+        os.makedirs(f'{m.mnt}/d')
+        ufs.write_file(f'{m.mnt}/d/b', b'beta')
+        handles = {n: sx.name_to_handle_at(f'{m.mnt}/{n}') for n in ('a', 'd', 'd/b')}
+        ufs.drop_caches(2)
+        old = m.proc
+        with open(m.log, 'ab') as log:
+            new = subprocess.Popen([m.daemon, '-f', '--config', empty_config(), '--take-over',
+                                    m.mnt], stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
+        m.proc = new
+        with ufs.opened(m.mnt, os.O_RDONLY | os.O_DIRECTORY) as root:
+            for name, want in (('a', b'alpha'), ('d/b', b'beta')):
+                fd = sx.open_by_handle_at(root, handles[name], os.O_RDONLY)
+                try:
+                    check_eq(os.read(fd, 10), want, f'{name} by its handle after the take-over')
+                finally:
+                    os.close(fd)
+            fd = sx.open_by_handle_at(root, handles['d'], os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                check_eq(sorted(os.listdir(fd)), ['b'], 'd by its handle after the take-over')
+            finally:
+                os.close(fd)
+
+
+@case(mount=False, root=True, timeout=60)
+def takeover_without_daemon_fails_cleanly():
+    """--take-over of a path no daemon serves: one line saying so, exit 1."""
+    require_handover()
+    d = ufs.scratch_dir('nod')
+    r = subprocess.run([ufs.config().daemon, '--take-over', d], capture_output=True, text=True,
+                       timeout=30)
+    check_eq(r.returncode, 1, 'exit status')
+    check('no uringfs daemon' in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          f'one line saying why: {r.stderr!r}')
