@@ -40,7 +40,8 @@ struct ufs_pause {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* state changed, or a worker parked */
 	enum ufs_serve_state state;	/* written under lock; read atomically */
-	unsigned int parked;		/* workers waiting in ufs_worker_pause_point() */
+	unsigned int parked;		/* workers stopped between requests */
+	unsigned int gone;		/* workers that left after the hand-over */
 };
 
 struct ufs_daemon {
@@ -55,6 +56,7 @@ struct ufs_daemon {
 	int fuse_fd;			/* the connection (libfuse's descriptor, or inherited) */
 	struct ufs_record record;	/* the hand-over record (handover=on) */
 	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
+	unsigned int stored_dev, stored_ring;	/* dev-N, ring-N in systemd's store */
 	struct ufs_pause pause;
 	struct ufs_conn conn;
 	struct ufs_fs fs;
@@ -112,6 +114,9 @@ int ufs_main_loop_end(struct ufs_daemon *d);
 
 /* Between two requests: true when the mount was handed over (stop quietly). */
 bool ufs_worker_pause_point(struct ufs_worker *w);
+/* A worker that cannot wait in ufs_worker_pause_point (a ring's keeps reaping). */
+void ufs_worker_set_parked(struct ufs_worker *w, bool parked);
+void ufs_worker_gone(struct ufs_worker *w);
 static inline bool ufs_worker_pausing(const struct ufs_daemon *d)
 {
 	return __atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) != UFS_SERVING;
@@ -119,9 +124,12 @@ static inline bool ufs_worker_pausing(const struct ufs_daemon *d)
 void ufs_pause_init(struct ufs_pause *p);
 /* Checked transitions; returns false (and changes nothing) for a forbidden one. */
 bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to);
-/* Wait until want workers are parked, or timeout_ms; nudge() wakes them meanwhile. */
-int ufs_pause_wait_parked(struct ufs_pause *p, unsigned int want, int timeout_ms,
-			  void (*nudge)(void *), void *arg);
+/*
+ * Wait until want workers are parked (gone: have left), or timeout_ms;
+ * nudge() wakes them meanwhile.
+ */
+int ufs_pause_wait(struct ufs_pause *p, bool gone, unsigned int want, int timeout_ms,
+		   void (*nudge)(void *), void *arg);
 
 /* restore.c: a successor's start from what it inherited; why set on failure. */
 int ufs_restore(struct ufs_daemon *d, char *why, size_t why_len);

@@ -78,6 +78,10 @@ void ufs_inherit_release(struct ufs_inherit *in)
 		if (in->dev_fds[i] >= 0)
 			close(in->dev_fds[i]);
 	}
+	for (unsigned int i = 0; i < in->nring; i++) {
+		if (in->ring_fds[i] >= 0)
+			close(in->ring_fds[i]);
+	}
 	for (uint32_t i = 0; i < in->nfile_fds; i++) {
 		if (in->file_fds[i] >= 0)
 			close(in->file_fds[i]);
@@ -247,14 +251,18 @@ static void file_add(void *arg, uint32_t index, int fd)
 static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
 {
 	struct handover_msg m = { .magic = HANDOVER_MAGIC, .type = MSG_STATE, .pid = getpid() };
-	int fds[2 + UFS_INHERIT_DEV_MAX];
+	int fds[2 + FDS_PER_MSG];
 	struct files_batch b = { .sock = sock };
 	unsigned int n = 0;
 	int ret;
 
 	fds[n++] = d->fuse_fd;
 	fds[n++] = d->record.fd;
-	n += ufs_transport_clone_fds(d, fds + n, UFS_INHERIT_DEV_MAX);
+	/* index[0] clones of the connection, then index[1] rings' memory files */
+	m.index[0] = ufs_transport_clone_fds(d, fds + n, FDS_PER_MSG - n);
+	n += m.index[0];
+	m.index[1] = ufs_transport_ring_fds(d, fds + n, FDS_PER_MSG - n);
+	n += m.index[1];
 	m.count = n;
 	ret = send_msg(sock, &m, fds, n);
 	if (!ret) {
@@ -349,15 +357,20 @@ static int file_fds_put(struct ufs_inherit *in, uint32_t index, int fd)
 static int take_state(struct ufs_inherit *in, const struct handover_msg *m, int *fds,
 		      unsigned int nfds)
 {
-	if (nfds < 2 || nfds != m->count || nfds - 2 > UFS_INHERIT_DEV_MAX) {
+	unsigned int ndev = m->index[0], nring = m->index[1];
+
+	if (nfds < 2 || nfds != m->count || ndev > UFS_INHERIT_DEV_MAX ||
+	    nring > UFS_INHERIT_RING_MAX || 2 + ndev + nring != nfds) {
 		for (unsigned int i = 0; i < nfds; i++)
 			close(fds[i]);
 		return -EPROTO;
 	}
 	in->fuse_fd = fds[0];
 	in->record_fd = fds[1];
-	for (unsigned int i = 2; i < nfds; i++)
-		in->dev_fds[in->ndev++] = fds[i];
+	for (unsigned int i = 0; i < ndev; i++)
+		in->dev_fds[in->ndev++] = fds[2 + i];
+	for (unsigned int i = 0; i < nring; i++)
+		in->ring_fds[in->nring++] = fds[2 + ndev + i];
 	return 0;
 }
 
@@ -524,15 +537,53 @@ int ufs_fdstore_inherit(struct ufs_inherit *in)
 			in->record_fd = fd;
 		else if (!strncmp(name, "dev-", 4) && in->ndev < UFS_INHERIT_DEV_MAX)
 			in->dev_fds[in->ndev++] = fd;
+		else if (!strncmp(name, "ring-", 5) && in->nring < UFS_INHERIT_RING_MAX)
+			in->ring_fds[in->nring++] = fd;
 		else
 			close(fd);
 		if (names)
 			free(names[i]);
 	}
 	free(names);
-	if (in->fuse_fd >= 0 && in->record_fd >= 0)
+	if (in->fuse_fd >= 0 && in->record_fd >= 0) {
 		in->from = UFS_INHERIT_FDSTORE;
+	} else if (n > 0) {
+		/* The connection went (the store drops it when it dies): the rest is stale. */
+		sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=record");
+		for (unsigned int i = 0; i < in->ndev || i < in->nring; i++) {
+			char msg[64];
+
+			snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s-%u",
+				 i < in->ndev ? "dev" : "ring", i);
+			sd_notify(0, msg);
+			if (i < in->ndev && i < in->nring) {
+				snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=ring-%u", i);
+				sd_notify(0, msg);
+			}
+		}
+		ufs_inherit_release(in);
+	}
 	return n < 0 ? n : 0;
+}
+
+static void fdstore_put(int fd, const char *name);
+
+/*
+ * fds as PREFIX-0, PREFIX-1...; a predecessor's beyond them (it had more
+ * workers, or another transport) leave the store.
+ */
+static void fdstore_named(const int *fds, unsigned int n, const char *prefix, unsigned int had)
+{
+	char name[64];
+
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s-%u", prefix, i);
+		fdstore_put(fds[i], name);
+	}
+	for (unsigned int i = n; i < had; i++) {
+		snprintf(name, sizeof(name), "FDSTOREREMOVE=1\nFDNAME=%s-%u", prefix, i);
+		sd_notify(0, name);
+	}
 }
 
 static void fdstore_put(int fd, const char *name)
@@ -553,25 +604,14 @@ void ufs_fdstore_keep(struct ufs_daemon *d)
 
 	if (!d->notify.enabled || !ufs_record_kept(&d->record))
 		return;
-	/* Not yet for io_uring: a successor could not take it (transport.c). */
-	if (d->transport != UFS_TRANSPORT_DEV)
-		return;
 	fdstore_put(d->fuse_fd, "fuse");
 	fdstore_put(d->record.fd, "record");
 	n = ufs_transport_clone_fds(d, fds, UFS_INHERIT_DEV_MAX);
-	for (unsigned int i = 0; i < n; i++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "dev-%u", i);
-		fdstore_put(fds[i], name);
-	}
-	/* A predecessor's clones this daemon closed (it has fewer workers, or the ring). */
-	for (unsigned int i = n; i < d->inherit.ndev; i++) {
-		char msg[64];
-
-		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=dev-%u", i);
-		sd_notify(0, msg);
-	}
+	fdstore_named(fds, n, "dev", d->inherit.ndev);
+	d->stored_dev = n;
+	n = ufs_transport_ring_fds(d, fds, UFS_INHERIT_DEV_MAX);
+	fdstore_named(fds, n, "ring", d->inherit.nring);
+	d->stored_ring = n;
 }
 
 void ufs_fdstore_forget(struct ufs_daemon *d)
@@ -580,12 +620,6 @@ void ufs_fdstore_forget(struct ufs_daemon *d)
 		return;
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=record");
-	for (unsigned int i = 0; i < UFS_INHERIT_DEV_MAX; i++) {
-		char msg[64];
-
-		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=dev-%u", i);
-		if (i >= d->nworkers && i >= d->inherit.ndev)
-			break;
-		sd_notify(0, msg);
-	}
+	fdstore_named(NULL, 0, "dev", d->stored_dev);
+	fdstore_named(NULL, 0, "ring", d->stored_ring);
 }

@@ -25,6 +25,7 @@
 struct ufs_daemon;
 
 #define UFS_INHERIT_DEV_MAX 1024	/* /dev/fuse clones: one per worker, and the reader */
+#define UFS_INHERIT_RING_MAX 512	/* rings' memory files: one per worker, and older ones */
 
 enum ufs_inherit_from {
 	UFS_INHERIT_NONE,		/* mount afresh */
@@ -41,6 +42,9 @@ struct ufs_inherit {
 	int record_fd;			/* the hand-over record */
 	int dev_fds[UFS_INHERIT_DEV_MAX];	/* clones that may hold unanswered requests */
 	unsigned int ndev;
+	int ring_fds[UFS_INHERIT_RING_MAX];	/* rings' memory: mapped back where it was */
+	unsigned int nring;
+	bool ring_mapped;		/* ufs_uring_inherit_map() did */
 	int *file_fds;			/* take-over: backing descriptors by fh index, -1: none */
 	uint32_t nfile_fds;
 };

@@ -35,6 +35,7 @@
 #include "notify.h"
 #include "process.h"
 #include "transport.h"
+#include "uring.h"
 
 static void log_serving(struct ufs_daemon *d)
 {
@@ -185,6 +186,21 @@ err_out:
 }
 
 /*
+ * The predecessor's ring memory back at its addresses, first thing: later
+ * mappings (the record, threads' stacks) could take them.
+ */
+static int inherit_map(struct ufs_daemon *d)
+{
+	char why[256];
+
+	if (ufs_uring_inherit_map(d, why, sizeof(why)) == 0)
+		return 0;
+	ufs_err("cannot take over %s: %s; the mount stays as it is", d->mountpoint, why);
+	ufs_handover_finish(&d->inherit, why);
+	return -1;
+}
+
+/*
  * --take-over: the running daemon's descriptors, and its SOURCE and -o
  * where the command line gives none.
  */
@@ -237,6 +253,8 @@ int main(int argc, char **argv)
 	ufs_pause_init(&d->pause);
 	if (cli.take_over && take_over_request(d, &cli))
 		return 1;
+	if (inherit_map(d))
+		return 1;
 	if (ufs_cli_load_config(&d->cfg)) {
 		ufs_handover_finish(&d->inherit, "the successor's settings are invalid");
 		return 1;
@@ -248,8 +266,11 @@ int main(int argc, char **argv)
 	ufs_log_set_level(d->cfg.log_level);
 	ufs_notify_init(&d->notify);
 	/* systemd's store: a connection a predecessor left (restart, crash, upgrade). */
-	if (!cli.take_over && d->cfg.handover && ufs_notify_under_systemd(&d->notify))
+	if (!cli.take_over && d->cfg.handover && ufs_notify_under_systemd(&d->notify)) {
 		ufs_fdstore_inherit(&d->inherit);
+		if (inherit_map(d))
+			return 1;
+	}
 	/* journald reads <N> priority prefixes from stderr, with or without -f. */
 	if (ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_JOURNAL);

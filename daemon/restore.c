@@ -228,9 +228,7 @@ int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 		ret = check_init(d, d->record.hdr, why, len);
 	if (ret)
 		return ret;
-	if (d->conn.uring)
-		return fail(why, len, -EOPNOTSUPP,
-			    "taking over a connection served over io_uring is not implemented yet");
+
 	d->fuse_fd = in->fuse_fd;
 	d->mnt.fd = in->fuse_fd;
 	in->fuse_fd = -1;

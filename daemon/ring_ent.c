@@ -18,7 +18,7 @@ static const unsigned int ring_ent_next[RING_ENT_NR_STATES] = {
 	/* registered: the kernel holds it */
 	[RING_ENT_NEW] = TO(RING_ENT_KERNEL),
 	/* a request arrived, or the kernel ended the entry */
-	[RING_ENT_KERNEL] = TO(RING_ENT_SERVING) | TO(RING_ENT_DEAD),
+	[RING_ENT_KERNEL] = TO(RING_ENT_SERVING) | TO(RING_ENT_DEFERRED) | TO(RING_ENT_DEAD),
 	[RING_ENT_SERVING] = TO(RING_ENT_KERNEL) | TO(RING_ENT_HELD) | TO(RING_ENT_IN_SLOT) |
 			     TO(RING_ENT_BOUNCE_IN) | TO(RING_ENT_SLOT_FILL),
 	/* a long wait's reply commits it */
@@ -29,6 +29,10 @@ static const unsigned int ring_ent_next[RING_ENT_NR_STATES] = {
 	[RING_ENT_BOUNCE_IN] = TO(RING_ENT_SERVING),
 	/* the bounce region's bytes reached the slot, or could not */
 	[RING_ENT_SLOT_FILL] = TO(RING_ENT_KERNEL),
+	/* the take-over failed: served after all (or the successor's now) */
+	[RING_ENT_DEFERRED] = TO(RING_ENT_SERVING),
+	/* a predecessor's request: served, or its reply committed as it is */
+	[RING_ENT_ADOPTED] = TO(RING_ENT_SERVING) | TO(RING_ENT_KERNEL),
 	[RING_ENT_DEAD] = 0,
 };
 
@@ -56,7 +60,8 @@ const char *ring_ent_state_name(enum ring_ent_state s)
 		[RING_ENT_NEW] = "new",		  [RING_ENT_KERNEL] = "kernel",
 		[RING_ENT_SERVING] = "serving",	  [RING_ENT_HELD] = "held",
 		[RING_ENT_IN_SLOT] = "in-slot",	  [RING_ENT_BOUNCE_IN] = "bounce-in",
-		[RING_ENT_SLOT_FILL] = "slot-fill", [RING_ENT_DEAD] = "dead",
+		[RING_ENT_SLOT_FILL] = "slot-fill", [RING_ENT_DEFERRED] = "deferred",
+		[RING_ENT_ADOPTED] = "adopted",	  [RING_ENT_DEAD] = "dead",
 	};
 
 	return (unsigned int)s < RING_ENT_NR_STATES ? names[s] : "?";

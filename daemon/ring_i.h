@@ -55,6 +55,8 @@ enum ring_ent_state {
 	RING_ENT_IN_SLOT,	/* zero-copied READ: the backing file is read into the slot */
 	RING_ENT_BOUNCE_IN,	/* bounced WRITE: the slot is copied to the bounce region */
 	RING_ENT_SLOT_FILL,	/* bounced READ: the bounce region is copied to the slot */
+	RING_ENT_DEFERRED,	/* a request arrived while a take-over pauses the worker */
+	RING_ENT_ADOPTED,	/* a predecessor's, holding a request: ours from its commit */
 	RING_ENT_DEAD,		/* the kernel completed it with an error: gone */
 	RING_ENT_NR_STATES,
 };
@@ -62,14 +64,89 @@ enum ring_ent_state {
 struct ring_worker;
 struct ring_queue;
 
+/*
+ * ---- ring_keep.c: what a successor needs of a worker's ring ----
+ *
+ * The kernel knows an entry's buffers only by their address in the
+ * process that registered it, and keeps them (with the request an entry
+ * holds) when that process dies.  So a worker's header, payload and pool
+ * memory lives in one memory file mapped at an address written in its
+ * header, and a successor maps it at the same address: it can then read
+ * a request an entry holds and commit its reply from its own ring, which
+ * makes the entry its own.  Each entry has a record beside it saying how
+ * far its current request got, written in an order a reader can check
+ * after kill -9 at any instruction.
+ */
+#define RING_MEM_MAGIC 0x314d52534655ULL	/* "UFSRM1" */
+#define RING_MEM_VERSION 1
+/*
+ * A reply overwrites at most this much of a request's payload that a
+ * second try of the request still needs: a reply longer than this belongs
+ * to a request whose own payload is a name (GETXATTR) or nothing (READ,
+ * READDIR, LISTXATTR, READLINK); a WRITE's reply is 8 bytes.
+ */
+#define RING_REC_PAYLOAD 512
+
+/* rec->word: the unique of the request the entry holds, and how far it got. */
+#define RING_REC_SEEN (1ULL << 61)	/* being served: saved[] has the request */
+#define RING_REC_READY (2ULL << 61)	/* its whole reply is in the buffers */
+#define RING_REC_SENT (3ULL << 61)	/* and the kernel has taken the commit */
+#define RING_REC_STATE (3ULL << 61)
+
+struct ring_ent_rec {
+	uint64_t word;			/* unique | state; one store */
+	uint16_t qid;
+	uint16_t slot;			/* zero copy: the kernel's slot index for it */
+	uint32_t saved_len;		/* payload bytes in saved_payload */
+	uint64_t hdr_off;		/* its header buffer, from the file's start */
+	uint64_t payload_off;		/* its payload buffer; 0 in bufpool mode */
+	struct ufs_uring_req_header saved_hdr;	/* the request as it arrived */
+	uint8_t saved_payload[RING_REC_PAYLOAD];
+};
+
+struct ring_mem_pool {
+	uint16_t qid;
+	uint8_t zero_copy;		/* the queue was added with FUSE_URING_ZERO_COPY */
+	uint8_t pad[5];
+	uint64_t off, len;
+};
+
+/* At the start of a worker's memory file. */
+struct ring_mem_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nents;
+	uint64_t base;			/* where it is mapped: the kernel's addresses */
+	uint64_t len;
+	uint64_t max_payload;
+	uint64_t recs_off;		/* struct ring_ent_rec[nents] */
+	uint32_t bufpool;		/* queue mode of the connection */
+	uint32_t npools;
+	struct ring_mem_pool pools[];	/* the queues' pools this worker owned */
+};
+
+/* A predecessor's memory file, mapped where it was. */
+struct ring_old {
+	int fd;
+	uint8_t *base;
+	size_t len;
+	const struct ring_mem_header *h;
+	unsigned int adopted;		/* entries it holds that are ours now */
+	bool *is_adopted;		/* by entry: the others are gone (the kernel freed them) */
+};
+
 struct ring_ent {
 	struct ufs_req req;			/* the request this entry carries */
 	struct ring_queue *q;			/* back pointer */
+	struct ring_ent_rec *rec;		/* its record (ring_keep.c) */
 	struct ufs_uring_req_header *hdr;	/* the kernel keeps this address */
 	void *payload;				/* per-entry mode only */
 	struct iovec iov[2];
 	enum ring_ent_state state;		/* owned by the worker thread; ring_ent_set() */
 	unsigned int idx;			/* index in the worker: slot and bounce region */
+	bool ready;				/* adopted: its reply is in the buffers already */
+	bool adopted;				/* a predecessor's: its commit may find nothing */
+	struct ring_ent *next_adopted;		/* rw->adopted, for freeing */
 	/* zero copy (7.3) */
 	uint16_t slot;				/* registered-buffer slot, 0: none */
 	size_t zc_len;				/* RING_ENT_SLOT_FILL: the reply's length */
@@ -115,10 +192,13 @@ struct ring_worker {
 	int fuse_fd;				/* this worker's descriptor of the connection */
 	struct ring_queue *queues;
 	unsigned int nqueues;
-	struct ufs_uring_req_header *headers;	/* one mapping for all entries */
-	size_t headers_len;
-	uint8_t *payloads;			/* per-entry mode: one mapping */
-	size_t payloads_len;
+	/* Headers, payloads, pools and records: one memory file (ring_keep.c). */
+	int mem_fd;
+	uint8_t *mem;
+	size_t mem_len;
+	struct ufs_uring_req_header *headers;
+	uint8_t *payloads;			/* per-entry mode */
+	struct ring_ent_rec *recs;
 	/*
 	 * Zero copy: a sparse registered-buffer table with a slot per entry,
 	 * and a memory file, mapped once, where O_DIRECT and descriptorless
@@ -139,6 +219,14 @@ struct ring_worker {
 	pthread_mutex_t remote_lock;
 	struct ring_ent *remote_head;
 	struct ring_cancel *cancel_head;
+	struct ring_ent *adopt_head;		/* a predecessor's entries to serve */
+	/* a take-over (owned by the worker thread) */
+	bool parked;				/* counted in the daemon's pause */
+	struct ring_ent *deferred;		/* arrived while paused, via remote_next */
+	struct ring_ent *adopted;		/* every entry adopted, via next_adopted */
+	/* commits queued since the last submit: their records say SENT after it */
+	struct ring_ent **unsent;
+	unsigned int nunsent, unsent_cap;
 };
 
 /* An INTERRUPT for a copy's chunk on this ring, passed to its worker (ring_io_cancel). */
@@ -166,6 +254,10 @@ enum uring_setup_phase {
 
 struct ufs_uring {
 	struct ufs_daemon *d;
+	/* a successor's: the connection's queues exist, with the predecessor's memory */
+	bool inherited;
+	struct ring_old *old;
+	unsigned int nold;
 	unsigned int nr_queues;			/* possible CPUs */
 	unsigned int depth;			/* entries per queue */
 	unsigned int pool_bufs;			/* buffers per pool */
@@ -240,6 +332,7 @@ void *ring_worker_main(void *arg);
 
 /* ring_reply.c */
 void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
+void ring_commit_as_is(struct ring_worker *rw, struct ring_ent *ent);
 bool ring_zc_reply(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
 void ring_zc_slot_done(struct ring_worker *rw, struct ring_ent *ent, int res);
 
@@ -248,6 +341,23 @@ void ring_io_submit(struct ufs_req *req);
 void ring_io_cancel(struct ufs_req *req);
 void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c);
 void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res);
+
+/* ring_keep.c */
+int ring_mem_build(struct ring_worker *rw);
+void ring_mem_free(struct ring_worker *rw);
+void ring_rec_seen(struct ring_ent *ent, const void *payload, size_t len);
+void ring_rec_ready(struct ring_worker *rw, struct ring_ent *ent);
+void ring_rec_sent(struct ring_worker *rw);
+int uring_old_map(struct ufs_uring *u, const int *fds, unsigned int n, char *why,
+		  size_t why_len);
+uint8_t *uring_old_pool(struct ufs_uring *u, uint16_t qid, size_t *len, bool *zero_copy);
+unsigned int uring_old_max_slot(struct ufs_uring *u, const struct ring_worker *rw);
+void ring_mem_pool_zero_copy(struct ring_worker *rw, const struct ring_queue *q);
+unsigned int uring_adopt(struct ufs_uring *u);
+void ring_adopt_drain(struct ring_worker *rw);
+void uring_kick_queues(struct ufs_uring *u, const char *mountpoint);
+void uring_old_trim(struct ufs_uring *u);
+void uring_old_free(struct ufs_uring *u);
 
 /* ring_teardown.c */
 void uring_free(struct ufs_uring *u);

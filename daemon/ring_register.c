@@ -18,6 +18,7 @@ static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
 
 	/* The slot where the kernel registers this entry's client pages (0 unless zero copy). */
 	ent->slot = ent->q->zero_copy ? ent->idx + 1 : 0;
+	ent->rec->slot = ent->slot;
 	ring_prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_REGISTER, ent->q->qid)->ent_zero_copy_buf_index =
 		ent->slot;
 	/* Per-entry mode: header and payload; pool mode: the payload iovec is {NULL, 0}. */

@@ -33,10 +33,24 @@ void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t
 	out->error = error;
 	out->unique = unique;
 	hdr->ring_ent_in_out.payload_sz = len;
+	ring_rec_ready(rw, ent);	/* a successor would commit this reply as it is */
 
 	sqe = ring_get_sqe(rw);
 	cmd = ring_prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_COMMIT_AND_FETCH, ent->q->qid);
 	cmd->commit_id = unique;
+	io_uring_sqe_set_data(sqe, ring_tag(ent, RING_TAG_ENT));
+	ring_ent_set(ent, RING_ENT_KERNEL);
+}
+
+/* A predecessor's answered request: its reply is in the buffers, the commit never went. */
+void ring_commit_as_is(struct ring_worker *rw, struct ring_ent *ent)
+{
+	const struct fuse_out_header *out = (const void *)ent->hdr->in_out;
+	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+	struct ufs_uring_cmd_req *cmd;
+
+	cmd = ring_prep_fuse_cmd(sqe, rw->fuse_fd, UFS_URING_CMD_COMMIT_AND_FETCH, ent->q->qid);
+	cmd->commit_id = out->unique;
 	io_uring_sqe_set_data(sqe, ring_tag(ent, RING_TAG_ENT));
 	ring_ent_set(ent, RING_ENT_KERNEL);
 }

@@ -8,30 +8,63 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dispatch.h"
 #include "log.h"
 #include "ring_i.h"
 #include "worker.h"
 
+static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent);
+
+/* Left for a successor, or for later: ent's request or the reply to it. */
+static void ring_defer(struct ring_worker *rw, struct ring_ent *ent)
+{
+	ent->remote_next = rw->deferred;
+	rw->deferred = ent;
+}
+
 static void ring_remote_drain(struct ring_worker *rw)
 {
+	bool paused = ufs_worker_pausing(rw->u->d);
 	struct ring_cancel *cancels;
-	struct ring_ent *ent;
+	struct ring_ent *ent, *adopt;
 
 	pthread_mutex_lock(&rw->remote_lock);
 	ent = rw->remote_head;
 	rw->remote_head = NULL;
 	cancels = rw->cancel_head;
 	rw->cancel_head = NULL;
+	adopt = rw->adopt_head;
+	rw->adopt_head = NULL;
 	pthread_mutex_unlock(&rw->remote_lock);
 	ring_cancels_submit(rw, cancels);
 	while (ent) {
 		struct ring_ent *next = ent->remote_next;
 
-		if (!ring_zc_reply(rw, ent, ent->remote_error, ent->remote_len))
+		/*
+		 * A long wait or a copy ended during a take-over: its entry
+		 * stays as the record says (being served) for the successor,
+		 * which serves it again; this reply goes out only on resume.
+		 */
+		if (paused && ent->state == RING_ENT_HELD)
+			ring_defer(rw, ent);
+		else if (!ring_zc_reply(rw, ent, ent->remote_error, ent->remote_len))
 			ring_commit(rw, ent, ent->remote_error, ent->remote_len);
 		ent = next;
+	}
+	/* A predecessor's requests (ring_keep.c): ours to answer now. */
+	while (adopt) {
+		struct ring_ent *next = adopt->remote_next;
+
+		adopt->next_adopted = rw->adopted;
+		rw->adopted = adopt;
+		rw->live_ents++;
+		if (adopt->ready)
+			ring_commit_as_is(rw, adopt);
+		else
+			ring_ent_serve(rw, adopt);
+		adopt = next;
 	}
 }
 
@@ -68,6 +101,10 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 		ring_commit(rw, ent, -EIO, 0);
 		return;
 	}
+	/* For a successor, should this daemon die before the reply is whole. */
+	ring_rec_seen(ent, payload, eio->payload_sz);
+	if (ent->req.replay)
+		ufs_stat_add(&rw->w->stats.requests_replayed, 1);
 	msg = (struct ufs_msg){
 		.in = in,
 		.op = (const uint8_t *)hdr->op_in,
@@ -79,6 +116,13 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 	ent->req.out_cap = u->max_payload;
 	ent->req.direct_io_aligned = true;
 	if (eio->flags & UFS_URING_ENT_ZERO_COPY) {
+		/* A predecessor's slot: the client's pages were in its ring, gone with it. */
+		if (ent->req.replay) {
+			ufs_log_once(UFS_LOG_WARN, "io_uring: a zero-copied request the old daemon "
+				     "held is answered EIO: its pages went with its ring");
+			ring_commit(rw, ent, -EIO, 0);
+			return;
+		}
 		if (!ent->q->zero_copy) {
 			ufs_log_once(UFS_LOG_ERR, "io_uring: zero-copy request on qid=%u, which is not",
 				     ent->q->qid);
@@ -103,6 +147,19 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int res)
 {
 	if (!res) {
+		ent->req.replay = false;
+		/*
+		 * During a take-over: untouched, for the successor (or served on
+		 * resume).  Not a zero-copied READ or WRITE: the client's pages
+		 * are in this ring's table, which goes with this daemon, and its
+		 * data moves change nothing a successor restores.
+		 */
+		if (ufs_worker_pausing(rw->u->d) &&
+		    !(ent->hdr->ring_ent_in_out.flags & UFS_URING_ENT_ZERO_COPY)) {
+			ring_ent_set(ent, RING_ENT_DEFERRED);
+			ring_defer(rw, ent);
+			return;
+		}
 		ring_ent_serve(rw, ent);
 		return;
 	}
@@ -113,6 +170,12 @@ static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int 
 	 */
 	ring_ent_set(ent, RING_ENT_DEAD);
 	rw->live_ents--;
+	/*
+	 * A predecessor's answered request that the kernel had taken after
+	 * all (or ended, when its daemon died delivering it): nothing held.
+	 */
+	if (ent->adopted && res == -ENOENT)
+		return;
 	/*
 	 * Anything else means the kernel refused a commit (-EOPNOTSUPP after a
 	 * failed REGISTER, -EINVAL, -ENOENT, -EIO): the entry is gone and its
@@ -159,6 +222,77 @@ static bool ring_worker_done(struct ring_worker *rw)
 	return !rw->live_ents && !rw->ios_inflight;
 }
 
+/* Nothing in flight that a take-over must wait for: short requests all answered. */
+static bool ring_quiet(const struct ring_worker *rw)
+{
+	for (unsigned int i = 0; i < rw->nqueues; i++) {
+		for (unsigned int e = 0; e < rw->queues[i].nents; e++) {
+			enum ring_ent_state s = rw->queues[i].ents[e].state;
+
+			if (s == RING_ENT_SERVING || s == RING_ENT_IN_SLOT ||
+			    s == RING_ENT_BOUNCE_IN || s == RING_ENT_SLOT_FILL)
+				return false;
+		}
+	}
+	for (const struct ring_ent *ent = rw->adopted; ent; ent = ent->next_adopted) {
+		if (ent->state == RING_ENT_SERVING)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A take-over (handover.c) pauses the worker: it keeps reaping, so that
+ * the kernel puts requests in its entries rather than cancel them, but
+ * serves nothing new, and counts itself parked once what it was serving is
+ * answered.  Resumed, it serves what came meanwhile; handed over, it lets
+ * the kernel's pending deliveries land once more and leaves the ring to
+ * the process's exit: the successor answers what its entries hold.
+ */
+static void ring_pause_check(struct ring_worker *rw)
+{
+	enum ufs_serve_state state = __atomic_load_n(&rw->u->d->pause.state, __ATOMIC_ACQUIRE);
+
+	if (state == UFS_SERVING) {
+		if (rw->parked) {
+			rw->parked = false;
+			ufs_worker_set_parked(rw->w, false);
+		}
+		while (rw->deferred) {
+			struct ring_ent *ent = rw->deferred;
+
+			rw->deferred = ent->remote_next;
+			if (ent->state == RING_ENT_HELD)
+				ring_commit(rw, ent, ent->remote_error, ent->remote_len);
+			else
+				ring_ent_serve(rw, ent);
+		}
+		return;
+	}
+	if (state == UFS_SERVE_PAUSED) {
+		if (!rw->parked && ring_quiet(rw)) {
+			rw->parked = true;
+			ufs_worker_set_parked(rw->w, true);
+		}
+		return;
+	}
+	if (io_uring_submit(&rw->ring) >= 0)	/* commits answered before the pause */
+		ring_rec_sent(rw);
+	/*
+	 * Deliveries still in task work land now; then the ring goes at once:
+	 * the kernel frees the entries it holds idle (fuse_uring_cancel), so
+	 * no later request is given to them, only to be cancelled with
+	 * ECANCELED when this process exits (fuse_uring_send_in_task).  The
+	 * memory stays mapped: the successor answers what the entries hold.
+	 */
+	io_uring_get_events(&rw->ring);
+	io_uring_queue_exit(&rw->ring);
+	rw->ring_ok = false;
+	ufs_worker_gone(rw->w);
+	for (;;)
+		pause();	/* until the process exits: the successor serves */
+}
+
 static int ring_serve(struct ring_worker *rw)
 {
 	while (!ring_worker_done(rw)) {
@@ -167,6 +301,8 @@ static int ring_serve(struct ring_worker *rw)
 		int ret;
 
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
+		if (ret >= 0)
+			ring_rec_sent(rw);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
 			ufs_err("worker %u: io_uring_enter: %s", rw->w->id, strerror(-ret));
 			ufs_daemon_fatal(rw->u->d, ret);
@@ -177,6 +313,7 @@ static int ring_serve(struct ring_worker *rw)
 			seen++;
 		}
 		io_uring_cq_advance(&rw->ring, seen);
+		ring_pause_check(rw);
 	}
 	/* Told to stop: commit what other threads answered, then let the ring go. */
 	ring_remote_drain(rw);

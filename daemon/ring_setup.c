@@ -100,6 +100,7 @@ int uring_assign_queues(struct ufs_uring *u)
 		rw->fuse_fd = -1;
 		rw->event_fd = -1;
 		rw->bounce_fd = -1;
+		rw->mem_fd = -1;
 		pthread_mutex_init(&rw->remote_lock, NULL);
 	}
 	for (unsigned int i = 0; i < W; i++) {
@@ -209,24 +210,6 @@ static int ring_create(struct ring_worker *rw, unsigned int entries)
 	return 0;
 }
 
-/*
- * Memory that costs nothing until touched: most entries' payloads never are,
- * and a copy or a lock wait writes a few bytes of its reply.  Without huge
- * pages, so that those bytes make one page resident, not two megabytes
- * (transparent_hugepage=always).
- */
-static void *map_anon(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, len, MADV_NOHUGEPAGE);	/* EINVAL without THP: nothing to stop */
-	return p;
-}
-
-/* Header and payload memory, allocated by the worker itself (NUMA-local). */
 static unsigned int ring_worker_nents(const struct ring_worker *rw)
 {
 	unsigned int n = 0;
@@ -234,33 +217,6 @@ static unsigned int ring_worker_nents(const struct ring_worker *rw)
 	for (unsigned int i = 0; i < rw->nqueues; i++)
 		n += rw->queues[i].nents;
 	return n;
-}
-
-static int ring_buffers_alloc(struct ring_worker *rw)
-{
-	struct ufs_uring *u = rw->u;
-	size_t nents = ring_worker_nents(rw);
-
-	rw->headers_len = nents * sizeof(struct ufs_uring_req_header);
-	rw->headers = map_anon(rw->headers_len);
-	if (!rw->headers)
-		return -ENOMEM;
-	if (u->bufpool) {
-		for (unsigned int i = 0; i < rw->nqueues; i++) {
-			struct ring_queue *q = &rw->queues[i];
-
-			if (!q->owner)
-				continue;	/* shares the owner's pool */
-			q->pool_len = (size_t)u->pool_bufs * u->max_payload;
-			q->pool = map_anon(q->pool_len);
-			if (!q->pool)
-				return -ENOMEM;
-		}
-		return 0;
-	}
-	rw->payloads_len = nents * u->max_payload;
-	rw->payloads = map_anon(rw->payloads_len);
-	return rw->payloads ? 0 : -ENOMEM;
 }
 
 static void ring_ents_init(struct ring_worker *rw)
@@ -276,12 +232,16 @@ static void ring_ents_init(struct ring_worker *rw)
 
 			ent->q = q;
 			ent->hdr = &rw->headers[n];
+			ent->rec = &rw->recs[n];
+			ent->rec->qid = q->qid;
+			ent->rec->hdr_off = (uint8_t *)ent->hdr - rw->mem;
 			ent->iov[0].iov_base = ent->hdr;
 			ent->iov[0].iov_len = sizeof(*ent->hdr);
 			if (!u->bufpool) {
 				ent->payload = rw->payloads + n * u->max_payload;
 				ent->iov[1].iov_base = ent->payload;
 				ent->iov[1].iov_len = u->max_payload;
+				ent->rec->payload_off = (uint8_t *)ent->payload - rw->mem;
 			}
 			ent->req.xops = &ufs_ring_ops;
 			ent->req.worker = rw->w;
@@ -330,6 +290,7 @@ static int ring_queue_add_zc(struct ring_worker *rw, struct ring_queue *q)
 		ret = ring_add_queue(rw, q, UFS_URING_ZERO_COPY);
 		if (!ret) {
 			q->zero_copy = true;
+			ring_mem_pool_zero_copy(rw, q);
 			return 0;
 		}
 		if (ret != -EPERM && ret != -EINVAL) {
@@ -421,7 +382,7 @@ int ring_build(struct ring_worker *rw)
 			strerror(-ret));
 		return ret;
 	}
-	ret = ring_buffers_alloc(rw);
+	ret = ring_mem_build(rw);
 	if (ret) {
 		ufs_err("worker %u: cannot allocate ring buffers: %s", rw->w->id, strerror(-ret));
 		return ret;
@@ -430,9 +391,20 @@ int ring_build(struct ring_worker *rw)
 	if (rw->event_fd < 0)
 		return -errno;
 	for (unsigned int i = 0; u->bufpool && i < rw->nqueues; i++) {
-		if (!rw->queues[i].owner)
+		struct ring_queue *q = &rw->queues[i];
+
+		if (!q->owner)
 			continue;
-		ret = ring_queue_add(rw, &rw->queues[i]);
+		if (u->inherited) {
+			/* The queue and its pool are the kernel's already, at the old address. */
+			q->pool = uring_old_pool(u, q->qid, &q->pool_len, &q->zero_copy);
+			if (!q->pool) {
+				ufs_err("io_uring: the predecessor left no pool for qid=%u", q->qid);
+				return -ENOENT;
+			}
+			continue;
+		}
+		ret = ring_queue_add(rw, q);
 		if (ret)
 			return ret;
 	}
@@ -441,7 +413,10 @@ int ring_build(struct ring_worker *rw)
 	 * must exist first.  Queues shared with another worker learn their
 	 * zero-copy state only later, so build it whenever zero copy may come.
 	 */
-	rw->nslots = 1 + nents;
+	/* A successor's own slots come after those its predecessor's entries keep. */
+	if (u->inherited)
+		rw->next_idx = uring_old_max_slot(u, rw);
+	rw->nslots = 1 + rw->next_idx + nents;
 	if (u->zc_wanted) {
 		ret = ring_zc_setup(rw);
 		if (ret)

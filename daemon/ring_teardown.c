@@ -35,18 +35,17 @@ static void ring_worker_free(struct ring_worker *rw)
 		close(rw->event_fd);
 	if (rw->fuse_fd >= 0)
 		close(rw->fuse_fd);
-	for (unsigned int k = 0; k < rw->nqueues; k++) {
-		struct ring_queue *q = &rw->queues[k];
-
-		if (q->pool && q->owner)
-			munmap(q->pool, q->pool_len);
-		free(q->ents);
-	}
+	for (unsigned int k = 0; k < rw->nqueues; k++)
+		free(rw->queues[k].ents);
 	free(rw->queues);
-	if (rw->headers)
-		munmap(rw->headers, rw->headers_len);
-	if (rw->payloads)
-		munmap(rw->payloads, rw->payloads_len);
+	while (rw->adopted) {
+		struct ring_ent *next = rw->adopted->next_adopted;
+
+		free(rw->adopted);
+		rw->adopted = next;
+	}
+	ring_mem_free(rw);	/* pools too: they live in the owner's memory file */
+	free(rw->unsent);
 	pthread_mutex_destroy(&rw->remote_lock);
 }
 
@@ -55,6 +54,7 @@ void uring_free(struct ufs_uring *u)
 	for (unsigned int i = 0; i < u->nrws; i++)
 		ring_worker_free(&u->rws[i]);
 	free(u->rws);
+	uring_old_free(u);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->lock);
 	free(u);

@@ -162,34 +162,43 @@ void ufs_transport_abandon(struct ufs_daemon *d)
 
 /* ---- hand-over (handover.c) ---- */
 
+/* Wake every worker to look at the pause state: a signal stops a read(2), an eventfd a ring. */
 static void nudge_workers(void *arg)
 {
 	struct ufs_daemon *d = arg;
 
-	for (unsigned int i = 0; i < d->nworkers; i++) {
-		if (d->workers[i].started)
-			pthread_kill(d->workers[i].thread, UFS_WORKER_WAKE_SIGNAL);
+	if (d->transport == UFS_TRANSPORT_URING) {
+		ufs_uring_force_stop(d);
+	} else {
+		for (unsigned int i = 0; i < d->nworkers; i++) {
+			if (d->workers[i].started)
+				pthread_kill(d->workers[i].thread, UFS_WORKER_WAKE_SIGNAL);
+		}
 	}
+	if (d->dev_reader.started)
+		pthread_kill(d->dev_reader.thread, UFS_WORKER_WAKE_SIGNAL);
+}
+
+static unsigned int workers_started(const struct ufs_daemon *d)
+{
+	unsigned int n = d->dev_reader.started;
+
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		n += d->workers[i].started;
+	return n;
 }
 
 int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t why_len)
 {
-	unsigned int want = 0;
 	int ret;
 
-	if (d->transport != UFS_TRANSPORT_DEV) {
-		snprintf(why, why_len, "a take-over of the io_uring transport is not supported yet");
-		return -EOPNOTSUPP;
-	}
-	for (unsigned int i = 0; i < d->nworkers; i++)
-		want += d->workers[i].started;
 	if (!ufs_serve_state_set(&d->pause, UFS_SERVE_PAUSED)) {
 		snprintf(why, why_len, "another take-over is in progress");
 		return -EBUSY;
 	}
-	ret = ufs_pause_wait_parked(&d->pause, want, timeout_ms, nudge_workers, d);
+	ret = ufs_pause_wait(&d->pause, false, workers_started(d), timeout_ms, nudge_workers, d);
 	if (ret) {
-		ufs_serve_state_set(&d->pause, UFS_SERVING);
+		ufs_transport_resume(d);
 		snprintf(why, why_len, "workers still busy after %d ms", timeout_ms);
 	}
 	return ret;
@@ -198,11 +207,15 @@ int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t 
 void ufs_transport_resume(struct ufs_daemon *d)
 {
 	ufs_serve_state_set(&d->pause, UFS_SERVING);
+	nudge_workers(d);	/* rings serve what came meanwhile */
 }
 
 void ufs_transport_handed_over(struct ufs_daemon *d)
 {
 	ufs_serve_state_set(&d->pause, UFS_SERVE_HANDED_OVER);
+	/* Each ring lets the kernel's pending deliveries land before the process goes. */
+	if (ufs_pause_wait(&d->pause, true, workers_started(d), 5000, nudge_workers, d))
+		ufs_warn("take-over: workers did not all stop within 5 s");
 }
 
 unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned int max)
@@ -210,7 +223,7 @@ unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned in
 	unsigned int n = 0;
 
 	if (d->transport != UFS_TRANSPORT_DEV)
-		return 0;	/* the ring's reader reads only FORGETs and INTERRUPTs */
+		return 0;	/* the ring's /dev/fuse reader answers nothing: no request waits there */
 	for (unsigned int i = 0; i < d->nworkers && n < max; i++) {
 		int fd = ufs_dev_worker_fd(&d->workers[i]);
 
@@ -226,9 +239,20 @@ unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned in
  * back with FUSE_UNIQUE_RESEND in their unique), and the predecessor's
  * clones this daemon did not take can go.
  */
+unsigned int ufs_transport_ring_fds(struct ufs_daemon *d, int *fds, unsigned int max)
+{
+	return d->transport == UFS_TRANSPORT_URING ? ufs_uring_mem_fds(d, fds, max) : 0;
+}
+
 int ufs_transport_resend(struct ufs_daemon *d)
 {
-	int ret = ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_RESEND, NULL, 0);
+	int ret = 0;
+
+	/* The ring's held requests come back by adoption: RESEND covers /dev/fuse's lists. */
+	if (d->transport == UFS_TRANSPORT_URING)
+		ret = ufs_uring_adopt(d);
+	else
+		ret = ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_RESEND, NULL, 0);
 
 	for (unsigned int i = 0; i < d->inherit.ndev; i++) {
 		if (d->inherit.dev_fds[i] >= 0) {

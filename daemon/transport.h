@@ -26,7 +26,13 @@ void ufs_transport_resume(struct ufs_daemon *d);
 void ufs_transport_handed_over(struct ufs_daemon *d);
 /* The clones of the connection that may hold requests read and unanswered. */
 unsigned int ufs_transport_clone_fds(struct ufs_daemon *d, int *fds, unsigned int max);
-/* A successor's first word to the kernel: send again what nobody answered. */
+/* The memory files of the rings (their buffers, held requests and records). */
+unsigned int ufs_transport_ring_fds(struct ufs_daemon *d, int *fds, unsigned int max);
+/*
+ * A successor's first word once its predecessor is gone: what nobody
+ * answered comes again (RESEND over /dev/fuse; over io_uring the held
+ * entries are adopted and each queue is woken).
+ */
 int ufs_transport_resend(struct ufs_daemon *d);
 
 #endif /* UFS_TRANSPORT_H */

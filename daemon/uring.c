@@ -28,7 +28,10 @@
 #include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "dev.h"
@@ -49,6 +52,51 @@ bool ufs_uring_supported(void)
 	io_uring_free_probe(probe);
 	io_uring_queue_exit(&ring);
 	return ok;
+}
+
+int ufs_uring_inherit_map(struct ufs_daemon *d, char *why, size_t why_len)
+{
+	struct ufs_inherit *in = &d->inherit;
+	struct ufs_uring probe = { 0 };
+	int ret;
+
+	if (!in->nring || in->ring_mapped || in->from == UFS_INHERIT_NONE)
+		return 0;
+	ret = uring_old_map(&probe, in->ring_fds, in->nring, why, why_len);
+	if (ret) {
+		for (unsigned int i = 0; i < probe.nold; i++)
+			munmap(probe.old[i].base, probe.old[i].len);
+		free(probe.old);
+		return ret;
+	}
+	/* Kept mapped; ufs_uring_start maps nothing twice (MAP_FIXED_NOREPLACE). */
+	free(probe.old);
+	in->ring_mapped = true;
+	return 0;
+}
+
+/* The predecessor's memory files, already mapped where they were: the transport's now. */
+static int uring_old_take(struct ufs_uring *u, struct ufs_inherit *in)
+{
+	u->old = calloc(in->nring ? in->nring : 1, sizeof(*u->old));
+	if (!u->old)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < in->nring; i++) {
+		struct ring_mem_header h;
+		struct ring_old *o = &u->old[u->nold];
+
+		if (pread(in->ring_fds[i], &h, sizeof(h), 0) != sizeof(h))
+			return -EIO;
+		o->fd = in->ring_fds[i];
+		o->base = (uint8_t *)(uintptr_t)h.base;
+		o->len = h.len;
+		o->h = (const void *)o->base;
+		o->is_adopted = calloc(h.nents ? h.nents : 1, sizeof(*o->is_adopted));
+		in->ring_fds[i] = -1;
+		u->nold++;
+	}
+	in->nring = 0;
+	return 0;
 }
 
 static int uring_spawn(struct ufs_uring *u)
@@ -119,6 +167,15 @@ static int uring_abandon(struct ufs_uring *u)
 
 	uring_setup_set_phase(u, SETUP_ABANDON);
 	uring_join(u);
+	/*
+	 * A successor's connection is on its ring for good: nothing to hand
+	 * back (a failing REGISTER would wedge it), and the predecessor's
+	 * entries still hold what they hold.
+	 */
+	if (u->inherited) {
+		uring_free(u);
+		return -EIO;
+	}
 	ret = uring_force_dev_fallback(u->d->fuse_fd);
 	if (ret)
 		ufs_err("io_uring: cannot hand the connection back to /dev/fuse: %s",
@@ -147,9 +204,23 @@ int ufs_uring_start(struct ufs_daemon *d)
 
 	ret = uring_alloc(d, &u);
 	if (ret) {
-		int fb = uring_force_dev_fallback(d->fuse_fd);
+		int fb = d->inherit.from ? -EIO : uring_force_dev_fallback(d->fuse_fd);
 
 		return fb ? fb : -EAGAIN;
+	}
+	if (d->inherit.from != UFS_INHERIT_NONE) {
+		u->inherited = true;
+		ret = uring_old_take(u, &d->inherit);
+		if (ret) {
+			uring_free(u);
+			return -EIO;
+		}
+		/* Queues added with zero copy keep it: their opens' requests still come so. */
+		u->zc_wanted = false;
+		for (unsigned int i = 0; i < u->nold; i++) {
+			for (unsigned int k = 0; k < u->old[i].h->npools; k++)
+				u->zc_wanted |= u->old[i].h->pools[k].zero_copy;
+		}
 	}
 	ret = uring_assign_queues(u);
 	if (!ret)
@@ -181,8 +252,47 @@ int ufs_uring_start(struct ufs_daemon *d)
 	}
 	uring_setup_set_phase(u, SETUP_SERVE);
 	d->uring = u;
+	if (u->inherited)
+		ufs_info("io_uring: registered %u entries beside the predecessor's on its live "
+			 "connection", u->nrws ? u->nr_queues * (u->depth + RING_RESERVE) : 0);
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
 		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE, d->queue_mode,
 		 u->max_payload);
 	return 0;
+}
+
+int ufs_uring_adopt(struct ufs_daemon *d)
+{
+	struct ufs_uring *u = d->uring;
+	unsigned int n, kept = 0;
+
+	if (!u)
+		return -ENOTCONN;
+	n = uring_adopt(u);
+	/* Requests that waited for an entry while nobody served go to the first commit. */
+	uring_kick_queues(u, d->mnt.real);
+	kept = u->nold;
+	uring_old_trim(u);
+	ufs_info("io_uring: %u requests the predecessor's entries held taken over; %u of its "
+		 "%u ring memory files still in use", n, u->nold, kept);
+	return 0;
+}
+
+unsigned int ufs_uring_mem_fds(struct ufs_daemon *d, int *fds, unsigned int max)
+{
+	struct ufs_uring *u = d->uring;
+	unsigned int n = 0;
+
+	if (!u)
+		return 0;
+	for (unsigned int i = 0; i < u->nrws && n < max; i++) {
+		if (u->rws[i].mem_fd >= 0)
+			fds[n++] = u->rws[i].mem_fd;
+	}
+	/* A predecessor's file lives on while the kernel has an entry or a pool in it. */
+	for (unsigned int i = 0; i < u->nold && n < max; i++) {
+		if (u->old[i].adopted || u->old[i].h->npools)
+			fds[n++] = u->old[i].fd;
+	}
+	return n;
 }

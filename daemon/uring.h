@@ -6,6 +6,7 @@
 #define UFS_URING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct ufs_daemon;
 
@@ -19,6 +20,17 @@ bool ufs_uring_supported(void);
  */
 int ufs_uring_start(struct ufs_daemon *d);
 void ufs_uring_stop(struct ufs_daemon *d);
+
+/*
+ * A successor: map the predecessor's ring memory back where it was, as
+ * early as possible (before other mappings can take those addresses).
+ * 0, or -errno with why set.
+ */
+int ufs_uring_inherit_map(struct ufs_daemon *d, char *why, size_t why_len);
+/* Once the predecessor has gone: answer what its entries hold, wake every queue. */
+int ufs_uring_adopt(struct ufs_daemon *d);
+/* The memory files a successor needs: the workers', and older ones still in use. */
+unsigned int ufs_uring_mem_fds(struct ufs_daemon *d, int *fds, unsigned int max);
 /* Wake every ring worker so it sees d->stopping. */
 void ufs_uring_force_stop(struct ufs_daemon *d);
 

@@ -181,13 +181,41 @@ bool ufs_worker_pause_point(struct ufs_worker *w)
 		p->parked--;
 	}
 	state = p->state;
+	if (state == UFS_SERVE_HANDED_OVER) {
+		p->gone++;
+		pthread_cond_broadcast(&p->cond);
+	}
 	pthread_mutex_unlock(&p->lock);
 	return state == UFS_SERVE_HANDED_OVER;
 }
 
-int ufs_pause_wait_parked(struct ufs_pause *p, unsigned int want, int timeout_ms,
-			  void (*nudge)(void *), void *arg)
+void ufs_worker_set_parked(struct ufs_worker *w, bool parked)
 {
+	struct ufs_pause *p = &w->daemon->pause;
+
+	pthread_mutex_lock(&p->lock);
+	if (parked)
+		p->parked++;
+	else
+		p->parked--;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void ufs_worker_gone(struct ufs_worker *w)
+{
+	struct ufs_pause *p = &w->daemon->pause;
+
+	pthread_mutex_lock(&p->lock);
+	p->gone++;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int ufs_pause_wait(struct ufs_pause *p, bool gone, unsigned int want, int timeout_ms,
+		   void (*nudge)(void *), void *arg)
+{
+	const unsigned int *count = gone ? &p->gone : &p->parked;
 	struct timespec deadline, step;
 	int ret = 0;
 
@@ -199,7 +227,7 @@ int ufs_pause_wait_parked(struct ufs_pause *p, unsigned int want, int timeout_ms
 		deadline.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&p->lock);
-	while (p->parked < want && !ret) {
+	while (*count < want && !ret) {
 		/*
 		 * A worker's wake-up signal can land just before it blocks in
 		 * read(2): nudge again every 10 ms rather than trust one.

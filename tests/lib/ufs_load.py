@@ -15,6 +15,7 @@ asks, from another process, whether both locks are still taken.
 import errno
 import fcntl
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,30 +26,50 @@ d, seconds = sys.argv[1], float(sys.argv[2])
 os.makedirs(d, exist_ok=True)
 end = time.monotonic() + seconds
 worst, n, errors = 0.0, 0, []
+class Failed(Exception):
+    pass
 def timed(fn, *a):
+    # One error per round: the calls after it would only fail in its wake.
     global worst
     t = time.monotonic()
     try:
         return fn(*a)
     except OSError as e:
-        errors.append(f'{fn.__name__}{a}: {e}')
+        errors.append((e.errno, f'{time.time():.3f} {fn.__name__}{a}: {e}'))
+        raise Failed()
     finally:
         worst = max(worst, time.monotonic() - t)
+def clean(*names):
+    # Timed too: after an error, the wait for a new daemon may fall here.
+    global worst
+    for p in names:
+        for rm in (os.unlink, os.rmdir):
+            t = time.monotonic()
+            try:
+                rm(p)
+            except OSError:
+                pass
+            worst = max(worst, time.monotonic() - t)
 while time.monotonic() < end:
     f, g, sub = f'{d}/f{n % 7}', f'{d}/g{n % 7}', f'{d}/sub{n % 3}'
-    fd = timed(os.open, f, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    if fd is not None:
-        timed(os.write, fd, b'%d\n' % n)
-        timed(os.fsync, fd)
-        os.close(fd)
-    timed(os.rename, f, g)
-    timed(os.stat, g)
-    timed(os.unlink, g)
-    timed(os.mkdir, sub)
-    timed(os.rmdir, sub)
+    try:
+        fd = timed(os.open, f, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            timed(os.write, fd, b'%d\n' % n)
+            timed(os.fsync, fd)
+        finally:
+            os.close(fd)
+        timed(os.rename, f, g)
+        timed(os.stat, g)
+        timed(os.unlink, g)
+        timed(os.mkdir, sub)
+        timed(os.rmdir, sub)
+    except Failed:
+        clean(f, g, sub)
     n += 1
-print(f'rounds {n} worst {worst:.3f}')
-for e in errors[:20]:
+print(f'rounds {n} worst {worst:.3f} errnos ' +
+      ','.join(str(e) for e in sorted({e for e, _ in errors})))
+for _, e in errors[:20]:
     print('error', e)
 sys.exit(1 if errors else 0)
 '''
@@ -74,7 +95,8 @@ class Load:
             ['fio', '--name=handover', f'--directory={mnt}', '--rw=randwrite', '--bs=4k',
              '--size=2M', f'--numjobs={fio_jobs}', '--time_based', f'--runtime={seconds}',
              '--verify=crc32c', '--verify_backlog=64', '--verify_fatal=1', '--do_verify=1',
-             '--ioengine=psync', '--fsync=16', '--group_reporting', '--verify_state_save=0'],
+             '--ioengine=psync', '--fsync=16', '--group_reporting', '--verify_state_save=0',
+             '--continue_on_error=io'],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.meta = subprocess.Popen([py, '-c', META, f'{mnt}/meta', str(seconds)],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -114,12 +136,16 @@ class Load:
         fio_out, _ = self.fio.communicate(timeout=timeout)
         out['fio_rc'] = self.fio.returncode
         out['fio_tail'] = '\n'.join(fio_out.strip().split('\n')[-12:])
-        out['fio_verify_errors'] = fio_out.count('verify:') + fio_out.count('bad magic')
+        out['fio_verify_errors'] = fio_out.count('verify:') + fio_out.count('bad magic') + \
+            fio_out.count('crc32c')
+        out['fio_errnos'] = sorted({int(x) for x in re.findall(r'err=\s*(\d+)', fio_out)} - {0})
         meta_out, _ = self.meta.communicate(timeout=timeout)
         out['meta_rc'] = self.meta.returncode
         out['meta'] = meta_out.strip()
         words = meta_out.split()
         out['meta_worst'] = float(words[words.index('worst') + 1]) if 'worst' in words else None
+        errnos = words[words.index('errnos') + 1] if 'errnos' in words[:-1] else ''
+        out['meta_errnos'] = sorted(int(x) for x in errnos.split(',') if x.isdigit())
         for p in self.holders:
             p.stdin.close()
             p.wait(timeout=30)
