@@ -371,7 +371,6 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent->payload = rec->payload_off ? payload : NULL;
 			ent->slot = rec->slot;
 			ent->idx = rec->slot ? rec->slot - 1u : 0;	/* its bounce region */
-			ent->req.xops = &ufs_ring_ops;
 			ent->req.worker = q->rw->w;
 			ent->req.replay = plan == RING_ENT_SERVING;
 			ent->state = RING_ENT_ADOPTED;

@@ -57,6 +57,7 @@ static void ring_remote_drain(struct ring_worker *rw)
 	while (adopt) {
 		struct ring_ent *next = adopt->remote_next;
 
+		adopt->req.xops = &ufs_ring_ops;
 		adopt->next_adopted = rw->adopted;
 		rw->adopted = adopt;
 		rw->live_ents++;
