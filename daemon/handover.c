@@ -301,6 +301,13 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 		return false;
 	}
 	ufs_info("take-over: pid %u asks for %s", m.pid, d->mountpoint);
+	if (!ufs_record_kept(&d->record)) {
+		snprintf(why, sizeof(why), "this daemon keeps no hand-over record (handover=off)");
+		send_type(sock, MSG_FAIL, why);
+		ufs_warn("take-over by pid %u refused: %s", m.pid, why);
+		close(sock);
+		return false;
+	}
 	ret = ufs_transport_pause(d, PAUSE_TIMEOUT_MS, why, sizeof(why));
 	if (ret) {
 		send_type(sock, MSG_FAIL, why);
@@ -386,6 +393,20 @@ static int take_files(struct ufs_inherit *in, const struct handover_msg *m, int 
 			close(fds[i]);
 	}
 	return ret;
+}
+
+bool ufs_handover_served(const char *real)
+{
+	struct sockaddr_un sa;
+	socklen_t len = socket_name(real, &sa);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool served;
+
+	if (fd < 0)
+		return true;	/* cannot tell: assume someone serves it */
+	served = !connect(fd, (struct sockaddr *)&sa, len);
+	close(fd);
+	return served;
 }
 
 int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *why,
@@ -566,7 +587,7 @@ int ufs_fdstore_inherit(struct ufs_inherit *in)
 	return n < 0 ? n : 0;
 }
 
-static void fdstore_put(int fd, const char *name);
+static bool fdstore_put(int fd, const char *name);
 
 /*
  * fds as PREFIX-0, PREFIX-1...; a predecessor's beyond them (it had more
@@ -586,15 +607,16 @@ static void fdstore_named(const int *fds, unsigned int n, const char *prefix, un
 	}
 }
 
-static void fdstore_put(int fd, const char *name)
+static bool fdstore_put(int fd, const char *name)
 {
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) <= 0)
-		ufs_log_once(UFS_LOG_WARN, "systemd did not take %s into its file descriptor store "
-					   "(FileDescriptorStoreMax= unset?): a restart will unmount",
-			     name);
+	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) > 0)
+		return true;
+	ufs_log_once(UFS_LOG_WARN, "cannot send %s to systemd's file descriptor store: a "
+				   "restart will unmount", name);
+	return false;
 }
 
 void ufs_fdstore_keep(struct ufs_daemon *d)
@@ -604,8 +626,7 @@ void ufs_fdstore_keep(struct ufs_daemon *d)
 
 	if (!d->notify.enabled || !ufs_record_kept(&d->record))
 		return;
-	fdstore_put(d->fuse_fd, "fuse");
-	fdstore_put(d->record.fd, "record");
+	d->stored_fuse = fdstore_put(d->fuse_fd, "fuse") && fdstore_put(d->record.fd, "record");
 	n = ufs_transport_clone_fds(d, fds, UFS_INHERIT_DEV_MAX);
 	fdstore_named(fds, n, "dev", d->inherit.ndev);
 	d->stored_dev = n;

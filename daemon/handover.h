@@ -66,6 +66,9 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd);
 
 /* ---- the successor ---- */
 
+/* Does a daemon of this user serve the mount at real (its socket answers)? */
+bool ufs_handover_served(const char *real);
+
 /*
  * --take-over: ask the daemon serving mountpoint for its descriptors.
  * Returns 0, or a negative errno with a one-line reason in why.

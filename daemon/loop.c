@@ -72,6 +72,30 @@ static void reload_log_level(struct ufs_daemon *d)
 }
 
 /*
+ * SIGTERM while systemd restarts the service (systemctl restart): leave
+ * the mount to the next start, which finds the connection and the record
+ * in the file descriptor store.  Workers stop between requests and each
+ * ring goes right after its last delivery (as for a take-over).  Any other
+ * SIGTERM (systemctl stop, shutdown, kill) unmounts, as it always did.
+ */
+static bool stop_for_restart(struct ufs_daemon *d)
+{
+	char why[256];
+
+	if (!d->stored_fuse || !ufs_notify_restart_pending(&d->notify))
+		return false;
+	if (ufs_transport_pause(d, 30000, why, sizeof(why))) {
+		ufs_warn("SIGTERM for a restart: %s: unmounting instead", why);
+		return false;
+	}
+	ufs_notify_stopping(&d->notify);
+	ufs_transport_handed_over(d);
+	ufs_info("SIGTERM: systemd restarts this service: %s stays mounted, its connection and "
+		 "record in systemd's file descriptor store for the next start", d->mountpoint);
+	return true;
+}
+
+/*
  * Run until every worker has seen the connection end.  A termination
  * signal unmounts; if open files keep the lazily unmounted file system
  * alive past the grace period, the connection is aborted.
@@ -107,8 +131,8 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = d->event_fd;
 	pfd[1].events = POLLIN;
-	/* A successor asking for the mount (handover.c); -1: none accepted. */
-	pfd[2].fd = ufs_record_kept(&d->record) ? ufs_handover_listen(d) : -1;
+	/* A successor asking for the mount (handover.c), and a start finding it served. */
+	pfd[2].fd = ufs_handover_listen(d);
 	pfd[2].events = POLLIN;
 
 	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {
@@ -162,6 +186,8 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			case SIGINT:
 				if (grace_deadline != -1)
 					break;	/* already unmounting */
+				if (si.ssi_signo == SIGTERM && stop_for_restart(d))
+					goto handed_over;
 				ufs_info("signal %d: unmounting %s", si.ssi_signo, d->mountpoint);
 				ufs_notify_stopping(&d->notify);
 				ufs_unmount(&d->mnt);
@@ -177,6 +203,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 			}
 		}
 	}
+handed_over:
 	if (pfd[0].fd >= 0)
 		close(pfd[0].fd);
 	if (pfd[2].fd >= 0)

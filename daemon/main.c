@@ -50,6 +50,42 @@ static void log_serving(struct ufs_daemon *d)
 			 "unused" : ufs_passthrough_state_name(d->fs.passthrough));
 }
 
+static bool uringfs_mount_there(struct ufs_daemon *d)
+{
+	char real[PATH_MAX];
+
+	return !ufs_mount_real_path(d->mountpoint, real, sizeof(real)) &&
+	       ufs_mount_conn_of(real) > 0 && ufs_mount_owned_by(real, geteuid());
+}
+
+/*
+ * A uringfs mount of ours already at the mount point: served (its daemon's
+ * socket answers: refuse, --take-over is the way), or left by a daemon that
+ * died with nobody to carry on (take it away, as a dead mount answers only
+ * ENOTCONN; under systemd a crashed daemon's connection comes back through
+ * the store instead, and is taken over).
+ */
+static int mount_point_free(struct ufs_daemon *d)
+{
+	struct ufs_mount old = { 0 };
+
+	if (ufs_mount_real_path(d->mountpoint, old.real, sizeof(old.real)) ||
+	    ufs_mount_conn_of(old.real) <= 0 || !ufs_mount_owned_by(old.real, geteuid()))
+		return 0;
+	if (ufs_handover_served(old.real)) {
+		fprintf(stderr, "uringfs: %s is served by a running uringfs daemon: "
+			"uringfs --take-over %s replaces it\n", old.real, d->mountpoint);
+		return -EBUSY;
+	}
+	ufs_warn("a uringfs mount at %s that no daemon serves (its daemon died): detaching it",
+		 old.real);
+	if (ufs_mount_detach(&old)) {
+		fprintf(stderr, "uringfs: cannot detach the dead mount %s: %m\n", old.real);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 /* A fresh mount: mount(2), detach, INIT; the record begins. */
 static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd)
 {
@@ -57,6 +93,9 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	char options[UFS_RECORD_OPTIONS];
 	int ret;
 
+	ret = mount_point_free(d);
+	if (ret)
+		return ret;
 	if (ufs_mount(&d->mnt, d->source, d->mountpoint, &d->cfg, &d->mount_opts, &err)) {
 		fprintf(stderr, "uringfs: %s\n", err.msg);
 		return -EIO;
@@ -140,6 +179,9 @@ static int run(struct ufs_daemon *d, const char *settings)
 		goto err_workers;
 	}
 	if (inherited) {
+		/* ExecReload='s successor is the service now, before the old one exits. */
+		if (d->inherit.from == UFS_INHERIT_TAKEOVER)
+			ufs_notify_main_pid(&d->notify);
 		/* The predecessor has gone: what it read and never answered comes again. */
 		ufs_handover_finish(&d->inherit, NULL);
 		ret = ufs_transport_resend(d);
@@ -274,9 +316,13 @@ int main(int argc, char **argv)
 	/* journald reads <N> priority prefixes from stderr, with or without -f. */
 	if (ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_JOURNAL);
-	/* An inherited mount point is the mount itself, served by nobody yet: not looked at. */
+	/*
+	 * An inherited mount point is the mount itself, served by nobody yet,
+	 * and so is one a dead daemon left (start_fresh takes it away): not
+	 * looked at.
+	 */
 	if (ufs_cli_check_dir("source", d->source) ||
-	    (d->inherit.from == UFS_INHERIT_NONE &&
+	    (d->inherit.from == UFS_INHERIT_NONE && !uringfs_mount_there(d) &&
 	     ufs_cli_check_dir("mountpoint", d->mountpoint))) {
 		ufs_handover_finish(&d->inherit, "its SOURCE or MOUNTPOINT is not a directory");
 		return 1;

@@ -291,6 +291,33 @@ int ufs_mount_real_path(const char *path, char *real, size_t len)
 	return 0;
 }
 
+bool ufs_mount_owned_by(const char *real, uid_t uid)
+{
+	char *line = NULL, mnt[PATH_MAX], want[32];
+	unsigned int major, minor;
+	size_t cap = 0;
+	bool owned = false;
+	FILE *f;
+
+	snprintf(want, sizeof(want), "user_id=%u,", (unsigned int)uid);
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		const char *super;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3 || major)
+			continue;
+		mountinfo_unescape(mnt);
+		super = strstr(line, " - fuse.uringfs ");
+		if (!strcmp(mnt, real) && super)
+			owned = strstr(super, want) != NULL;	/* the topmost one wins */
+	}
+	free(line);
+	fclose(f);
+	return owned;
+}
+
 long ufs_mount_conn_of(const char *real)
 {
 	struct ufs_mount m = { 0 };

@@ -16,7 +16,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 # An instance, with ExecStart= on the built daemon (the installed path may
 # not exist yet) and the man pages where man(1) finds them.
-sed "s|^ExecStart=[^ ]*/uringfs |ExecStart=$daemon |" "$unit" >"$tmp/uringfs@mnt-ops.service"
+sed -e "s|^ExecStart=[^ ]*/uringfs |ExecStart=$daemon |" \
+	-e "s|^ExecReload=[^ ]*/uringfs |ExecReload=$daemon |" "$unit" >"$tmp/uringfs@mnt-ops.service"
 mkdir -p "$tmp/man/man8" "$tmp/man/man5"
 ln -s "$srcdir/man/uringfs.8" "$tmp/man/man8/"
 ln -s "$srcdir/man/uringfs.conf.5" "$tmp/man/man5/"
@@ -36,6 +37,15 @@ t_check "Type=notify, running the daemon in the foreground" \
 	grep -qx 'Type=notify' "$unit"
 t_check "ExecStart= runs the installed daemon with -f" \
 	grep -Eq '^ExecStart=/[^ ]*/uringfs -f ' "$unit"
+# Upgrading without unmounting (uringfs(8), UPGRADING): the store, and a
+# reload that takes the mount over with the same source and options.
+t_check "FileDescriptorStoreMax= holds the connection and its record" \
+	grep -Eq '^FileDescriptorStoreMax=[1-9][0-9]*$' "$unit"
+# shellcheck disable=SC2016  # the unit's own $OPTIONS, literally
+t_check "ExecReload= is a take-over with ExecStart='s source and options" \
+	grep -Eq '^ExecReload=/[^ ]*/uringfs --take-over \$OPTIONS \$\{SOURCE\} %f$' "$unit"
+t_check "NotifyAccess=all: the reload's successor may name itself MAINPID" \
+	grep -qx 'NotifyAccess=all' "$unit"
 
 # Each of these makes systemd give the service its own mount namespace,
 # where the FUSE mount would be invisible to everyone else.
