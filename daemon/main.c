@@ -101,7 +101,11 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 		return -EIO;
 	}
 	d->fuse_fd = d->mnt.fd;
-	if (d->cfg.handover) {
+	/* A successor finds every node id by its file handle: none, no hand-over. */
+	if (d->cfg.handover && !d->fs.handles) {
+		ufs_warn("handover: %s gives no file handles (inode_handles): a successor could "
+			 "not find its files again, so this mount goes with its daemon", d->source);
+	} else if (d->cfg.handover) {
 		ufs_mount_kernel_options(&d->cfg, &d->mount_opts, options, sizeof(options));
 		ret = ufs_record_create(&d->record, d->source, d->mnt.real, options, settings);
 		if (ret)
@@ -179,9 +183,23 @@ static int run(struct ufs_daemon *d, const char *settings)
 		goto err_workers;
 	}
 	if (inherited) {
-		/* ExecReload='s successor is the service now, before the old one exits. */
-		if (d->inherit.from == UFS_INHERIT_TAKEOVER)
+		/*
+		 * ExecReload='s successor must be the service's main process
+		 * before the old one exits, or systemd ends the service with it.
+		 * systemd watches a main process only if it is its child, which
+		 * this one is once its parent, the reload command, has gone: let
+		 * the parent go first.
+		 */
+		if (d->inherit.from == UFS_INHERIT_TAKEOVER && d->notify.enabled) {
+			pid_t parent = getppid();
+			bool detached = ready_fd >= 0;
+
+			ufs_process_detach_done(ready_fd, 0, true);
+			ready_fd = -1;
+			for (int i = 0; detached && i < 200 && getppid() == parent; i++)
+				usleep(10000);
 			ufs_notify_main_pid(&d->notify);
+		}
 		/* The predecessor has gone: what it read and never answered comes again. */
 		ufs_handover_finish(&d->inherit, NULL);
 		ret = ufs_transport_resend(d);

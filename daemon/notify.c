@@ -86,21 +86,24 @@ void ufs_notify_main_pid(const struct ufs_notify *n)
 static int manager_bus(sd_bus **out)
 {
 	sd_bus *bus = NULL;
-	int ret;
+	int ret = -EPERM;
 
 	if (!geteuid()) {
 		ret = sd_bus_new(&bus);
-		if (!ret)
+		if (ret >= 0)
 			ret = sd_bus_set_address(bus, "unix:path=/run/systemd/private");
-		if (!ret)
+		if (ret >= 0)
 			ret = sd_bus_start(bus);
-		if (!ret) {
+		if (ret >= 0) {
 			*out = bus;
 			return 0;
 		}
 		sd_bus_unref(bus);
+		ufs_dbg("systemd's private socket: %s", strerror(-ret));
 	}
-	return sd_bus_open_system(out);
+	if (sd_bus_open_system(out) >= 0)
+		return 0;
+	return ret;	/* the private socket's error says more, as root */
 }
 
 bool ufs_notify_restart_pending(const struct ufs_notify *n)

@@ -182,6 +182,33 @@ run_command() {
 	echo "$status" > "$ctl/status"
 }
 
+# systemd as PID 1 on the same root: the command runs as a service, whose
+# ExecStopPost= does what run_command and main do below (status, sync of
+# the shares, power off).  No default dependencies: the command starts at
+# once, and whatever it starts pulls in what that needs.
+boot_systemd() {
+	local port unit=$NEWROOT/etc/systemd/system/uringfs-vm-cmd.service
+
+	port=$(find_output_port) || die "no virtio-serial port $OUTPUT_PORT_NAME"
+	mkdir -p "${unit%/*}"
+	: > "$NEWROOT/etc/fstab"
+	cat > "$unit" << EOF
+[Unit]
+Description=run-guest.sh's command
+DefaultDependencies=no
+[Service]
+Type=oneshot
+StandardInput=null
+StandardOutput=file:$port
+StandardError=inherit
+ExecStartPre=/bin/touch $GUEST_CTL/started
+ExecStart=/usr/bin/env -i /bin/bash --noprofile --norc $GUEST_CTL/cmd.sh
+ExecStopPost=/bin/sh -c 'echo \$\${EXIT_STATUS:-125} > $GUEST_CTL/status; while read -r p; do sync -f "\$\$p"; done < $GUEST_CTL/shares; exec /bin/systemctl poweroff --force --force'
+TimeoutStartSec=infinity
+EOF
+	exec switch_root "$NEWROOT" /lib/systemd/systemd --unit=uringfs-vm-cmd.service
+}
+
 # Flush only the shares, and power off with -n (no global sync): a FUSE
 # mount the command left behind with a hung daemon must not be able to stop
 # the guest from shutting down.
@@ -205,6 +232,9 @@ main() {
 	mount_shares
 	hostname uringfs-vm
 	ip link set lo up 2> /dev/null || true
+	if [ "$(cat "$ctl/init" 2> /dev/null)" = systemd ]; then
+		boot_systemd
+	fi
 	run_command
 	sync_shares
 	poweroff -n -f

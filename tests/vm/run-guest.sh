@@ -3,7 +3,7 @@
 # run-guest.sh - run a command as root in a throw-away Linux 7.3 guest
 #
 # Usage: tests/vm/run-guest.sh [--cwd DIR] [--share DIR]... [--timeout SECS]
-#                              [--kernel VMLINUZ] [--modules DIR]
+#                              [--kernel VMLINUZ] [--modules DIR] [--systemd]
 #                              -- COMMAND [ARGS...]
 #
 # Boots the kernel under qemu with the host's / as a read-only root (writes
@@ -19,6 +19,9 @@
 #
 # The command sees PATH, HOME and friends set as for a root login, every
 # UFS_* variable of the caller, and UFS_VM_GUEST=1.
+#
+# --systemd boots the host's systemd as PID 1 on that root, which runs the
+# command as a service (uringfs-vm-cmd.service) and powers off after it.
 #
 # Exit status:
 #   the command's        it ran to the end
@@ -55,6 +58,7 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 readonly script_dir
 
 cwd=
+init=busybox
 shares=()
 timeout_secs=${UFS_VM_TIMEOUT:-600}
 boot_timeout_secs=${UFS_VM_BOOT_TIMEOUT:-120}
@@ -105,6 +109,7 @@ parse_args() {
 		--timeout) need_value "$@"; timeout_secs=$2 ;;
 		--kernel) need_value "$@"; kernel=$2 ;;
 		--modules) need_value "$@"; modules=$2 ;;
+		--systemd) init=systemd; shift; continue ;;
 		--) shift; break ;;
 		*) usage ;;
 		esac
@@ -138,6 +143,9 @@ check_host_tools() {
 	command -v qemu-system-x86_64 > /dev/null ||
 		skip "qemu-system-x86_64 not installed (qemu-system-x86)"
 	command -v busybox > /dev/null || skip "busybox not installed (busybox-static)"
+	if [[ $init == systemd && ! -x /lib/systemd/systemd ]]; then
+		skip "--systemd: no /lib/systemd/systemd on this host (package systemd)"
+	fi
 	command -v cpio > /dev/null || skip "cpio not installed"
 }
 
@@ -242,6 +250,7 @@ write_command_script() {
 write_control_dir() {
 	mkdir "$run_dir/ctl"
 	echo "$modules" > "$run_dir/ctl/modules"
+	echo "$init" > "$run_dir/ctl/init"
 	if [[ ${#shares[@]} -gt 0 ]]; then
 		printf '%s\n' "${shares[@]}" > "$run_dir/ctl/shares"
 	else
