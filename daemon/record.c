@@ -132,23 +132,27 @@ static int header_check(const struct ufs_record_header *h, size_t file_size, cha
 	return 0;
 }
 
+/* A node slot is free again; -ENOMEM leaves it unused for good. */
+static int node_slot_put(struct ufs_record *r, uint32_t slot)
+{
+	if (r->node_free_n == r->node_free_cap) {
+		uint32_t cap = r->node_free_cap ? r->node_free_cap * 2 : 1024;
+		uint32_t *p = realloc(r->node_free, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->node_free = p;
+		r->node_free_cap = cap;
+	}
+	r->node_free[r->node_free_n++] = slot;
+	return 0;
+}
+
 static int free_slots_find(struct ufs_record *r)
 {
-	uint32_t hwm = r->hdr->nodes_hwm;
-
-	for (uint32_t i = hwm; i-- > 0;) {
-		if (__atomic_load_n(&r->nodes[i].nodeid, __ATOMIC_ACQUIRE))
-			continue;
-		if (r->node_free_n == r->node_free_cap) {
-			uint32_t cap = r->node_free_cap ? r->node_free_cap * 2 : 1024;
-			uint32_t *p = realloc(r->node_free, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			r->node_free = p;
-			r->node_free_cap = cap;
-		}
-		r->node_free[r->node_free_n++] = i;
+	for (uint32_t i = r->hdr->nodes_hwm; i-- > 0;) {
+		if (!__atomic_load_n(&r->nodes[i].nodeid, __ATOMIC_ACQUIRE) && node_slot_put(r, i))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -275,17 +279,7 @@ void ufs_record_node_drop(struct ufs_record *r, uint32_t slot)
 	if (!kept(r) || !slot)
 		return;
 	__atomic_store_n(&r->nodes[slot - 1].nodeid, 0, __ATOMIC_RELEASE);
-	/* The free list never needs more than the slots below hwm. */
-	if (r->node_free_n == r->node_free_cap) {
-		uint32_t cap = r->node_free_cap ? r->node_free_cap * 2 : 1024;
-		uint32_t *p = realloc(r->node_free, cap * sizeof(*p));
-
-		if (!p)
-			return;	/* leaked: the slot stays unused */
-		r->node_free = p;
-		r->node_free_cap = cap;
-	}
-	r->node_free[r->node_free_n++] = slot - 1;
+	node_slot_put(r, slot - 1);
 }
 
 void ufs_record_next_nodeid(struct ufs_record *r, uint64_t next)

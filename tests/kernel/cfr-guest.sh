@@ -30,11 +30,4 @@ fi
 # run-cfr-guest.sh finds the kernel up to date and only boots it.
 UFS_EXPECT_QUEUE_MODE=bufpool ufs_run "$here/run-cfr-guest.sh" \
 	--timeout "${UFS_GUEST_TIMEOUT:-1200}" -- "$top/tests/kernel/cfr-suite.sh" || true
-case $ufs_status in
-0) ;;
-77) ufs_cannot_run "run-guest.sh: $ufs_cause" ;;
-*)
-	echo "Bail out! the guest ended with status $ufs_status: $ufs_cause"
-	exit 1
-	;;
-esac
+ufs_guest_ended

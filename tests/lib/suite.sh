@@ -43,6 +43,32 @@ ufs_cannot_run() {
 	exit 0
 }
 
+# ufs_need COMMAND...: a step the suite needs first (fetch-kernel.sh): its
+# skip is the suite's, any other failure a "Bail out!".
+ufs_need() {
+	local what=${1##*/}
+
+	ufs_run "$@" >&2 && return 0
+	if ((ufs_status == 77)); then
+		ufs_cannot_run "$what: $ufs_cause"
+	fi
+	echo "Bail out! $what failed with status $ufs_status: $ufs_cause"
+	exit 1
+}
+
+# ufs_guest_ended: after ufs_run of run-guest.sh (or a wrapper): a guest
+# that did not boot is the suite's skip, one that died a "Bail out!".
+ufs_guest_ended() {
+	case $ufs_status in
+	0) ;;
+	77) ufs_cannot_run "run-guest.sh: $ufs_cause" ;;
+	*)
+		echo "Bail out! the guest ended with status $ufs_status: $ufs_cause"
+		exit 1
+		;;
+	esac
+}
+
 # ufs_run [--tee FILE] COMMAND...: run COMMAND with its stderr passed on as
 # it comes and kept; set ufs_status to its exit status and ufs_cause to what
 # it gave as the reason: its last "SKIP: " message (what tests/vm/*.sh and

@@ -124,6 +124,11 @@ class SystemdMount:
     def stats(self):
         return ufs.Mount.stats(self)
 
+    def unmount(self):
+        """fusermount3 -u: the serving daemon must exit 0."""
+        subprocess.run(['fusermount3', '-u', self.mnt], check=True)
+        check_eq(self.svc.proc.wait(timeout=20), 0, 'the daemon exits 0 after the unmount')
+
     user = None
 
     def close(self):
@@ -179,8 +184,7 @@ def kill9_with_fdstore():
         check_load(res, f'kill -9 over {transport}', blocked_max=15, allowed=allowed)
         check(res['meta_worst'] >= 0.9, f'callers blocked while no daemon ran '
               f'(longest call {res["meta_worst"]} s)')
-        subprocess.run(['fusermount3', '-u', sd.mnt], check=True)
-        check_eq(sd.svc.proc.wait(timeout=20), 0, 'the successor exits 0 after the unmount')
+        sd.unmount()
     finally:
         sd.close()
 
@@ -217,8 +221,7 @@ def bad_successor_leaves_mount():
         out, _ = reader.communicate(timeout=30)
         check_eq(out, b'before', 'the blocked caller carries on')
         check_eq(sd.stats()['restarts'], 1, 'the good start took over')
-        subprocess.run(['fusermount3', '-u', sd.mnt], check=True)
-        check_eq(sd.svc.proc.wait(timeout=20), 0, 'the successor exits 0 after the unmount')
+        sd.unmount()
     finally:
         sd.close()
 

@@ -31,13 +31,7 @@ fi
 if ((EUID != 0)); then
 	ufs_cannot_run "the guest suite runs as root (running as uid $EUID)"
 fi
-if ! ufs_run "$here/fetch-kernel.sh" >&2; then
-	if ((ufs_status == 77)); then
-		ufs_cannot_run "fetch-kernel.sh: $ufs_cause"
-	fi
-	echo "Bail out! fetch-kernel.sh failed with status $ufs_status: $ufs_cause"
-	exit 1
-fi
+ufs_need "$here/fetch-kernel.sh"
 
 # The guest's TAP goes to our stdout as it comes, and to a file to look at
 # afterwards.
@@ -46,17 +40,7 @@ trap 'rm -f "$out"' EXIT
 UFS_EXPECT_QUEUE_MODE=bufpool ufs_run --tee "$out" "$here/run-guest.sh" \
 	--share "$top" --cwd "$top" --timeout "${UFS_GUEST_TIMEOUT:-2100}" -- \
 	/usr/bin/python3 "$top/tests/mount/run.py" --variant "$variant" "${modules[@]}" || true
-case $ufs_status in
-0) ;;
-77)
-	# Nothing has been printed: the guest did not boot.
-	ufs_cannot_run "run-guest.sh: $ufs_cause"
-	;;
-*)
-	echo "Bail out! the guest ended with status $ufs_status: $ufs_cause"
-	exit 1
-	;;
-esac
+ufs_guest_ended
 # run.py in the guest decided the whole suite cannot run there.
 if reason=$(sed -n 's/^1\.\.0 # SKIP //p' "$out") && [[ -n $reason ]] && ufs_under_ci; then
 	echo "Bail out! CI=true and the guest's mount suite skipped as a whole: $reason"

@@ -17,20 +17,7 @@ top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
 if ((EUID != 0)); then
 	ufs_cannot_run "the guest runs as root (running as uid $EUID)"
 fi
-if ! ufs_run "$here/fetch-kernel.sh" >&2; then
-	if ((ufs_status == 77)); then
-		ufs_cannot_run "fetch-kernel.sh: $ufs_cause"
-	fi
-	echo "Bail out! fetch-kernel.sh failed with status $ufs_status: $ufs_cause"
-	exit 1
-fi
+ufs_need "$here/fetch-kernel.sh"
 ufs_run "$here/run-guest.sh" --systemd --share "$top" --cwd "$top" \
 	--timeout "${UFS_GUEST_TIMEOUT:-900}" -- "$here/systemd-unit.sh" || true
-case $ufs_status in
-0) ;;
-77) ufs_cannot_run "run-guest.sh: $ufs_cause" ;;
-*)
-	echo "Bail out! the guest ended with status $ufs_status: $ufs_cause"
-	exit 1
-	;;
-esac
+ufs_guest_ended
