@@ -106,9 +106,11 @@ t_check "the unit's filter expands to a list with io_uring_setup and mount" allo
 
 # log_lines DIR: the daemon's warnings and errors in a kept run directory,
 # numbers and paths taken out, one of each.
+# The hold budget's warning depends on how a crowd of copies falls on the
+# queues (t_copy), not on the filter: left out.
 log_lines() {
 	find "$1" -path '*/m-*/log' -exec cat {} + 2>/dev/null |
-		grep -E '^uringfs: (warn|error): ' |
+		grep -E '^uringfs: (warn|error): ' | grep -v 'entries hold long waits and copies' |
 		sed -E 's|/[^ ]*|PATH|g; s/[0-9]+/N/g' | sort -u || true
 }
 
@@ -193,28 +195,31 @@ else
 fi
 flock -u "$lock"
 
-# ExecStopPost= after a crash, in the same sandbox (NoNewPrivileges= holds
-# for fusermount3 too): the command line as systemd would run it.
-stop_post_cleans_up() {
-	local line mnt=$tmp/crash/mnt
+# After a crash (no systemd, so no file descriptor store), the next start
+# on that mount point takes the dead mount away and serves, in the same
+# sandbox: umount2 is in the unit's @mount.
+start_over_dead_mount() {
+	local mnt=$tmp/crash/mnt
 	mkdir -p "$tmp/crash/src" "$mnt"
 	: >"$tmp/crash/empty.conf"
+	echo data >"$tmp/crash/src/f"
 	"$tmp/uringfs-unit" -f --config "$tmp/crash/empty.conf" "$tmp/crash/src" "$mnt" \
 		2>"$tmp/crash/log" &
 	daemon_pid=$!
 	wait_for 10 findmnt -M "$mnt" >/dev/null || { t_diag <"$tmp/crash/log"; return 1; }
 	kill -KILL "$daemon_pid"
 	{ wait "$daemon_pid"; } 2>/dev/null || true # not bash's "Killed" line
-	daemon_pid=''
 	findmnt -M "$mnt" >/dev/null || return 1
-	# systemd's "$$" is "$", %f the mount point; the quoting is the shell's.
-	line=$(sed -n 's/^ExecStopPost=-//p' "$unit")
-	line=${line//\$\$/\$}
-	line=${line//%f/\'$mnt\'}
-	eval "set -- $line"
-	"${sandbox[@]}" "$@" || return 1
+	"$tmp/uringfs-unit" -f --config "$tmp/crash/empty.conf" "$tmp/crash/src" "$mnt" \
+		2>"$tmp/crash/log2" &
+	daemon_pid=$!
+	wait_for 10 grep -q 'serving' "$tmp/crash/log2" || { t_diag <"$tmp/crash/log2"; return 1; }
+	grep -q 'no daemon serves' "$tmp/crash/log2" && [[ $(cat "$mnt/f") == data ]] || return 1
+	fusermount3 -u "$mnt" && wait "$daemon_pid"
+	daemon_pid=''
 	! findmnt -M "$mnt" >/dev/null && nothing_refused
 }
 : >"$record"
-t_check "ExecStopPost= removes a killed daemon's mount under the sandbox" stop_post_cleans_up
+t_check "a start over a killed daemon's dead mount takes it away, under the sandbox" \
+	start_over_dead_mount
 t_done
