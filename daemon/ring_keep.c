@@ -319,7 +319,8 @@ static enum ring_ent_state old_ent_plan(struct ring_ent_rec *rec, struct ufs_uri
 	/* Being served when its daemon went: back as it arrived, and served again. */
 	memcpy(hdr, &rec->saved_hdr, sizeof(*hdr));
 	if (payload)
-		memcpy(payload, rec->saved_payload, rec->saved_len);
+		memcpy(payload, rec->saved_payload,
+		       rec->saved_len < RING_REC_PAYLOAD ? rec->saved_len : RING_REC_PAYLOAD);
 	(void)u;
 	return RING_ENT_SERVING;
 }
@@ -346,11 +347,15 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			uint8_t *payload = NULL;
 			enum ring_ent_state plan;
 
-			if (rec->hdr_off + sizeof(*hdr) > o->len ||
-			    (rec->payload_off && rec->payload_off + u->max_payload > o->len))
+			/* The record is the old daemon's word: nothing in it is trusted. */
+			if (o->len < sizeof(*hdr) + u->max_payload ||
+			    rec->hdr_off > o->len - sizeof(*hdr) || rec->hdr_off % 8 ||
+			    (rec->payload_off && rec->payload_off > o->len - u->max_payload))
 				continue;
 			hdr = (void *)(o->base + rec->hdr_off);
 			q = queue_owner(u, rec->qid);
+			if (q && rec->slot >= q->rw->nslots)
+				q = NULL;	/* a slot (and bounce region) this ring has not */
 			if (rec->payload_off)
 				payload = o->base + rec->payload_off;
 			else if (q && q->pool &&
@@ -362,7 +367,7 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent = q ? calloc(1, sizeof(*ent)) : NULL;
 			if (!ent) {
 				ufs_err("io_uring: cannot take over a request held on qid=%u: %s",
-					rec->qid, q ? "out of memory" : "no worker serves that queue");
+					rec->qid, q ? "out of memory" : "no worker has its queue and slot");
 				continue;
 			}
 			ent->q = q;
