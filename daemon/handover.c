@@ -18,6 +18,7 @@
  *	waits for the socket to close, then has the kernel resend
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -490,12 +491,18 @@ static int status_path(const char *real, char *path, size_t len, bool make_dir)
 {
 	const char *runtime = geteuid() ? getenv("XDG_RUNTIME_DIR") : "/run";
 	char dir[PATH_MAX];
+	struct stat st;
 
 	if (!runtime || !*runtime)
 		return -ENOENT;
 	snprintf(dir, sizeof(dir), "%s/uringfs", runtime);
 	if (make_dir && mkdir(dir, 0755) && errno != EEXIST)
 		return -errno;
+	/* Ours alone: a directory someone else could write to is not used. */
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
 	snprintf(path, len, "%s/not-served-%u-%016llx", dir, (unsigned int)geteuid(),
 		 (unsigned long long)path_hash(real));
 	return 0;
@@ -505,6 +512,7 @@ void ufs_handover_status(const char *real, const char *why)
 {
 	char path[PATH_MAX + 64];
 	FILE *f;
+	int fd;
 
 	if (status_path(real, path, sizeof(path), why != NULL))
 		return;
@@ -512,9 +520,13 @@ void ufs_handover_status(const char *real, const char *why)
 		unlink(path);
 		return;
 	}
-	f = fopen(path, "we");
-	if (!f)
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	fprintf(f, "%s is not served: a successor (pid %d) could not start: %s\n", real,
 		(int)getpid(), why);
 	fclose(f);
@@ -524,16 +536,21 @@ int ufs_handover_status_read(const char *mountpoint, char *buf, size_t len)
 {
 	char real[PATH_MAX], path[PATH_MAX + 64];
 	FILE *f;
-	int ret;
+	int fd, ret;
 
 	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
 	if (!ret)
 		ret = status_path(real, path, sizeof(path), false);
 	if (ret)
 		return ret;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
 	if (!fgets(buf, len, f))
 		buf[0] = '\0';
 	fclose(f);
