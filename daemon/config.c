@@ -86,7 +86,7 @@ static const struct ufs_opt opts[] = {
 	ENUM("readdirplus", "fuse", readdirplus, rdp_names, "auto"),
 	BOOL("killpriv_v2", "fuse", killpriv_v2, "on"),
 	BOOL("export_support", "fuse", export_support, "on"),
-	OPT("export_inodes", "fuse", UFS_OPT_UINT, export_inodes, 0, 1 << 26, NULL, "0"),
+	OPT("export_inodes", "fuse", UFS_OPT_UINT, export_inodes, 0, 1 << 26, NULL, "1048576"),
 	BOOL("cache_symlinks", "fuse", cache_symlinks, "on"),
 	BOOL("parallel_dirops", "fuse", parallel_dirops, "on"),
 	BOOL("async_read", "fuse", async_read, "on"),

@@ -4,10 +4,12 @@
  * (the confinement rules are in fs.h).
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -91,4 +93,37 @@ int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	return inode->type == S_IFDIR ? ufs_inode_check_beneath(fs, inode) : 0;
+}
+
+/*
+ * Is the file (dev, ino) still a name in the directory dir_fd (O_PATH)?  A
+ * file other than a directory cannot be walked up, so a file revived from a
+ * handle is looked for where it was last seen, as exportfs_get_name() does
+ * for a disconnected dentry: a file moved out of SOURCE, or anywhere else,
+ * is not found.  Returns 0 or -ESTALE.
+ */
+int ufs_check_in_dir(int dir_fd, dev_t dev, ino_t ino)
+{
+	char buf[8192];
+	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = -ESTALE;
+	long n;
+
+	if (fd < 0)
+		return -ESTALE;
+	while (ret && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; ret && off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			struct stat st;
+
+			off += d->d_reclen;
+			/* d_ino is a hint (overlayfs, btrfs subvolumes): the stat decides. */
+			if (d->d_ino == ino &&
+			    !fstatat(fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+			    st.st_dev == dev && st.st_ino == ino)
+				ret = 0;
+		}
+	}
+	close(fd);
+	return ret;
 }

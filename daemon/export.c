@@ -31,6 +31,7 @@ struct ufs_export {
 	dev_t dev;
 	ino_t ino;
 	mode_t type;
+	uint64_t parent;			/* where a non-directory is found again */
 	int mount_fd;				/* not owned: fs->mount_fds */
 	int mount_id;
 	uint32_t record_slot;			/* its hand-over record (the inode's) */
@@ -148,8 +149,9 @@ void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inod
 	}
 	e->record_slot = inode->record_slot;
 	ufs_record_node_lookups(ex->record, e->record_slot, 0);
-	ufs_record_node_set_flags(ex->record, e->record_slot, UFS_RECORD_NODE_EXPORTED);
+	ufs_record_node_exported(ex->record, e->record_slot, inode->parent);
 	e->nodeid = inode->nodeid;
+	e->parent = inode->parent;
 	e->dev = inode->dev;
 	e->ino = inode->ino;
 	e->type = inode->type;
@@ -236,6 +238,7 @@ int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 	out->type = e->type;
 	out->mount_fd = e->mount_fd;
 	out->mount_id = e->mount_id;
+	out->parent = e->parent;
 	return 0;
 }
 

@@ -44,6 +44,7 @@ struct ufs_inode {
 	/* fields below are protected by fs->inode_lock */
 	int fd;				/* O_PATH; -1 while evicted (handle only) */
 	uint64_t nlookup;		/* references the kernel holds */
+	uint64_t parent;		/* where a name last led to it, 0: unknown (export.c) */
 	uint32_t refs;			/* in-flight requests and open files; pins fd */
 	struct ufs_inode *next_by_id;	/* hash chains */
 	struct ufs_inode *next_by_key;
@@ -85,6 +86,7 @@ struct ufs_export_copy {
 	mode_t type;
 	int mount_fd;
 	int mount_id;
+	uint64_t parent;		/* a non-directory is looked for there */
 };
 
 /* An open file or directory, referenced by the fh the kernel holds. */
@@ -185,7 +187,8 @@ int ufs_inode_root_create(struct ufs_fs *fs, int fd, const struct stat *st);
 struct ufs_inode *ufs_inode_get(struct ufs_fs *fs, uint64_t nodeid);
 void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
-			     struct ufs_inode **out);
+			     uint64_t parent, struct ufs_inode **out);
+void ufs_inode_moved(struct ufs_fs *fs, dev_t dev, ino_t ino, uint64_t parent);
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup);
 void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino, nlink_t nlink);
 size_t ufs_inode_count(struct ufs_fs *fs);
@@ -193,6 +196,7 @@ size_t ufs_inode_count(struct ufs_fs *fs);
 /* confine.c: 0 if inside SOURCE, else -ENOENT */
 int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
+int ufs_check_in_dir(int dir_fd, dev_t dev, ino_t ino);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 
 struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid);

@@ -26,7 +26,7 @@ int ufs_control_init(struct ufs_fs *fs)
 	if (!fs->cfg->stats_file[0])
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &fs->control_time);
-	if (ufs_inode_find_or_insert(fs, -1, &st, &inode))
+	if (ufs_inode_find_or_insert(fs, -1, &st, FUSE_ROOT_ID, &inode))
 		return -ENOMEM;
 	inode->control = 1;
 	inode->nlookup = 0;	/* only the kernel's lookups count */

@@ -387,6 +387,15 @@ ssize_t ufs_op_rmdir(struct ufs_fs *fs, struct ufs_req *req)
 	return remove_entry(fs, req, AT_REMOVEDIR);
 }
 
+/* A file renamed to another directory is found there again by its handle (export.c). */
+static void note_moved(struct ufs_fs *fs, struct ufs_inode *dir, const char *name)
+{
+	struct stat st;
+
+	if (!fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode))
+		ufs_inode_moved(fs, st.st_dev, st.st_ino, dir->nodeid);
+}
+
 static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir_id,
 			 unsigned int flags)
 {
@@ -414,6 +423,10 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 			      ? -errno : 0;
 		ufs_creds_leave(&creds);
 		release_held(fs, held, !ret);
+		if (!ret && req->inode != newdir)
+			note_moved(fs, newdir, req->args.name2);
+		if (!ret && req->inode != newdir && (flags & RENAME_EXCHANGE))
+			note_moved(fs, req->inode, req->args.name);
 	}
 	ufs_inode_put(fs, newdir);
 	return ret == -ENOENT && req->replay ? 0 : ret;	/* renamed before a crash */

@@ -196,7 +196,8 @@ static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, con
 }
 
 /* The inode for a descriptor we just created: O_PATH to the same file. */
-static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, struct ufs_inode **out)
+static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, uint64_t parent,
+			struct ufs_inode **out)
 {
 	char proc[32];
 	int pfd;
@@ -207,7 +208,7 @@ static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, struct ufs_i
 	pfd = openat(fs->proc_fd, proc, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
-	return ufs_inode_find_or_insert(fs, pfd, st, out);
+	return ufs_inode_find_or_insert(fs, pfd, st, parent, out);
 }
 
 /*
@@ -241,7 +242,7 @@ static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int 
 	struct stat st = { 0 };	/* no undo unless fstat says what we made */
 	int ret;
 
-	ret = inode_for_fd(fs, fd, &st, &inode);
+	ret = inode_for_fd(fs, fd, &st, req->inode->nodeid, &inode);
 	if (ret) {
 		close(fd);
 		goto undo;

@@ -167,7 +167,10 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		close(fd);
 		return ret;
 	}
-	ret = ufs_inode_find_or_insert(fs, fd, &st, &inode);
+	/* Where a handle finds it again (export.c); "." and ".." name no new place. */
+	ret = ufs_inode_find_or_insert(fs, fd, &st,
+				       strcmp(name, ".") && strcmp(name, "..") ? parent->nodeid : 0,
+				       &inode);
 	if (ret)
 		return ret;
 	ufs_fill_entry(fs, e, inode, &st);

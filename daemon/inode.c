@@ -571,7 +571,7 @@ static bool entry_is_file(const struct ufs_inode *inode, const struct ufs_inode 
  * a stale one leaves the key index and waits for its FORGET.
  */
 int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
-			     struct ufs_inode **out)
+			     uint64_t parent, struct ufs_inode **out)
 {
 	int evict[2] = { -1, -1 };
 	struct ufs_inode *inode, *fresh;
@@ -581,6 +581,8 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
+		if (parent)
+			inode->parent = parent;
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		pthread_mutex_unlock(&fs->inode_lock);
@@ -606,6 +608,8 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
+		if (parent)
+			inode->parent = parent;
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
@@ -627,6 +631,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	fresh->nodeid = ufs_export_reclaim_locked(&fs->exports, fresh->dev, fresh->ino,
 						  fresh->handle, &slot);
 	fresh->nlookup = 1;
+	fresh->parent = parent;
 	if (fresh->nodeid) {
 		record_revived(fs, fresh, slot);
 	} else {
@@ -644,15 +649,46 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	return 0;
 }
 
+static struct ufs_inode *revive(struct ufs_fs *fs, uint64_t nodeid, bool dir_only);
+
+/*
+ * Whether a file revived from its handle is still inside SOURCE: a name in
+ * the directory where a name last led to it (inode->parent), a directory
+ * itself inside SOURCE.  A file moved since, out of SOURCE or within it
+ * behind the daemon's back, is stale: its handle no longer opens it.
+ */
+static int found_in_parent(struct ufs_fs *fs, uint64_t parent, dev_t dev, ino_t ino)
+{
+	struct ufs_inode *dir;
+	int ret;
+
+	if (!parent)
+		return -ESTALE;
+	dir = ufs_inode_get(fs, parent);
+	if (!dir)
+		dir = revive(fs, parent, true);
+	if (!dir)
+		return -ESTALE;
+	ret = dir->type == S_IFDIR ? ufs_inode_check_beneath(fs, dir) : -ESTALE;
+	if (!ret)
+		ret = ufs_check_in_dir(dir->fd, dev, ino);
+	ufs_inode_put(fs, dir);
+	return ret ? -ESTALE : 0;
+}
+
 /*
  * The kernel asks for a node id it forgot (LOOKUP "." from a file handle):
  * bring the inode back from its export record, pinned for the request with
  * no kernel lookups yet.  NULL (ESTALE) if there is no record, or the file
- * is gone or no longer a directory inside SOURCE.  A file other than a
- * directory cannot be walked up; like the kernel's cached inode, its node
- * id keeps naming it wherever it was renamed.
+ * is gone or no longer inside SOURCE: a directory by its path, anything
+ * else by its parent (found_in_parent).
  */
 struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
+{
+	return revive(fs, nodeid, false);
+}
+
+static struct ufs_inode *revive(struct ufs_fs *fs, uint64_t nodeid, bool dir_only)
 {
 	struct ufs_export_copy rec;
 	struct ufs_inode *fresh = NULL;
@@ -666,6 +702,10 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 	pthread_mutex_unlock(&fs->inode_lock);
 	if (ret)
 		return ufs_inode_get(fs, nodeid);	/* revived meanwhile, or none */
+	if (dir_only && rec.type != S_IFDIR) {
+		free(rec.handle);
+		return NULL;	/* a parent that is no directory: the record is wrong */
+	}
 
 	fd = open_by_handle_at(rec.mount_fd, rec.handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -675,8 +715,9 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 	if (!ret && (st.st_dev != rec.dev || st.st_ino != rec.ino ||
 		     (st.st_mode & S_IFMT) != rec.type))
 		ret = -ESTALE;
-	if (!ret && S_ISDIR(st.st_mode))
-		ret = ufs_check_beneath_fd(fs, fd);
+	if (!ret)
+		ret = S_ISDIR(st.st_mode) ? ufs_check_beneath_fd(fs, fd) :
+					    found_in_parent(fs, rec.parent, rec.dev, rec.ino);
 	if (!ret) {
 		fresh = inode_new(rec.dev, rec.ino, rec.type, fd);
 		ret = fresh ? 0 : -ENOMEM;
@@ -689,6 +730,7 @@ struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid)
 		revived = !ret;
 	if (revived) {
 		fresh->nodeid = nodeid;
+		fresh->parent = rec.parent;
 		fresh->handle = rec.handle;
 		fresh->mount_fd = rec.mount_fd;
 		fresh->mount_id = rec.mount_id;
@@ -787,6 +829,7 @@ int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_
 	inode->handle = fh;
 	inode->nodeid = n->nodeid;
 	inode->nlookup = n->nlookup;
+	inode->parent = n->parent;
 	inode->mount_id = n->mount_id;
 	inode->record_slot = slot;
 	pthread_mutex_lock(&fs->inode_lock);
@@ -872,6 +915,18 @@ void ufs_inode_unlinked(struct ufs_fs *fs, dev_t dev, ino_t ino, nlink_t nlink)
 	pthread_mutex_unlock(&fs->inode_lock);
 	if (fd >= 0)
 		close(fd);
+}
+
+/* A name of (dev, ino) now lives in parent (RENAME): where to find it again. */
+void ufs_inode_moved(struct ufs_fs *fs, dev_t dev, ino_t ino, uint64_t parent)
+{
+	struct ufs_inode *inode;
+
+	pthread_mutex_lock(&fs->inode_lock);
+	inode = find_by_key(fs, dev, ino);
+	if (inode)
+		inode->parent = parent;
+	pthread_mutex_unlock(&fs->inode_lock);
 }
 
 void ufs_inode_forget(struct ufs_fs *fs, uint64_t nodeid, uint64_t nlookup)

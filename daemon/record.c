@@ -274,6 +274,15 @@ void ufs_record_node_set_flags(struct ufs_record *r, uint32_t slot, uint32_t fla
 		__atomic_store_n(&r->nodes[slot - 1].flags, flags, __ATOMIC_RELEASE);
 }
 
+/* Forgotten by the kernel: the parent first, which a reader of the flag may trust. */
+void ufs_record_node_exported(struct ufs_record *r, uint32_t slot, uint64_t parent)
+{
+	if (!kept(r) || !slot)
+		return;
+	__atomic_store_n(&r->nodes[slot - 1].parent, parent, __ATOMIC_RELAXED);
+	ufs_record_node_set_flags(r, slot, UFS_RECORD_NODE_EXPORTED);
+}
+
 void ufs_record_node_drop(struct ufs_record *r, uint32_t slot)
 {
 	if (!kept(r) || !slot)

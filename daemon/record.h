@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #define UFS_RECORD_MAGIC 0x31434552534655ULL	/* "UFSREC1" */
-#define UFS_RECORD_VERSION 1
+#define UFS_RECORD_VERSION 2
 #define UFS_RECORD_HANDLE_MAX 128		/* MAX_HANDLE_SZ */
 #define UFS_RECORD_NODES (16u << 20)		/* node ids the kernel may hold */
 #define UFS_RECORD_FILES (16u << 20)		/* open files: the fh table's bound */
@@ -64,6 +64,7 @@ struct ufs_record_node {
 	uint64_t nodeid;		/* 0: free; written last, cleared first */
 	uint64_t nlookup;		/* the kernel's lookups, never fewer */
 	uint64_t dev, ino;
+	uint64_t parent;		/* exported: the directory to find it in again */
 	uint32_t type;			/* S_IFMT bits */
 	uint32_t flags;
 	int32_t mount_id;		/* name_to_handle_at's */
@@ -139,6 +140,7 @@ uint32_t ufs_record_node_add(struct ufs_record *r, uint64_t nodeid, uint64_t nlo
 			     const void *handle, unsigned int handle_bytes);
 void ufs_record_node_lookups(struct ufs_record *r, uint32_t slot, uint64_t nlookup);
 void ufs_record_node_set_flags(struct ufs_record *r, uint32_t slot, uint32_t flags);
+void ufs_record_node_exported(struct ufs_record *r, uint32_t slot, uint64_t parent);
 void ufs_record_node_drop(struct ufs_record *r, uint32_t slot);
 void ufs_record_next_nodeid(struct ufs_record *r, uint64_t next);
 

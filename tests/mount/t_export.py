@@ -24,8 +24,7 @@ E = errno
 
 def export_mount(opts=None):
     ufs.require_daemon('needs the daemon\'s export records')
-    return ufs.Mount(opts=ufs.join_opts('entry_timeout=0,attr_timeout=0',
-                                        opts or 'export_inodes=65536'))
+    return ufs.Mount(opts=ufs.join_opts('entry_timeout=0,attr_timeout=0', opts))
 
 
 def forget_all(m, want, what, timeout=10.0):
@@ -144,6 +143,36 @@ def a_directory_moved_out_is_stale():
         check_eq((after['export_revived'] - before['export_revived'],
                   after['export_stale'] - before['export_stale']), (0, 1),
                  'export_revived and export_stale moved by')
+
+
+@case(mount=False, root=True)
+def a_file_moved_out_is_stale():
+    """A file moved out of the source on the backing side after the kernel
+    forgot it is not brought back by its handle (the daemon looks for it in
+    the directory where it was last seen); one renamed through the mount to
+    another directory still is, and one moved back in comes back too."""
+    with export_mount() as m:
+        os.makedirs(f'{m.src}/d')
+        os.makedirs(f'{m.mnt}/e')
+        ufs.write_file(f'{m.src}/d/secret', b'moved out')
+        ufs.write_file(f'{m.mnt}/d/kept', b'renamed inside')
+        out = sx.name_to_handle_at(f'{m.mnt}/d/secret')
+        kept = sx.name_to_handle_at(f'{m.mnt}/d/kept')
+        os.rename(f'{m.mnt}/d/kept', f'{m.mnt}/e/kept')
+        forget_all(m, 4, 'd, e and two files')
+        os.rename(f'{m.src}/d/secret', f'{m.tmp}/secret')
+        before = m.stats()
+        err = open_error(m, out)
+        check(err in (E.ESTALE, E.ENOENT),
+              f'the handle of a file moved out gave {ufs.errname(err)}')
+        after = m.stats()
+        check_eq(after['export_stale'] - before['export_stale'], 1,
+                 'export_stale moved by')
+        with by_handle(m, kept) as fd:
+            check_eq(os.read(fd, 64), b'renamed inside', 'a file renamed through the mount')
+        # Back in, under a name the daemon finds: a lookup gives it a new node id.
+        os.rename(f'{m.tmp}/secret', f'{m.src}/d/secret')
+        check_eq(ufs.read_file(f'{m.mnt}/d/secret'), b'moved out', 'the file moved back in')
 
 
 @case(mount=False, root=True)

@@ -231,7 +231,7 @@ def handles_across_takeover():
     """File handles taken before a take-over open the same files after it,
     whether the kernel still holds the inodes or forgot them first."""
     require_handover()
-    with ufs.Mount(opts='export_inodes=65536') as m:
+    with ufs.Mount() as m:
         ufs.write_file(f'{m.mnt}/a', b'alpha')
         os.makedirs(f'{m.mnt}/d')
         ufs.write_file(f'{m.mnt}/d/b', b'beta')
