@@ -69,9 +69,12 @@ static int mount_point_free(struct ufs_daemon *d)
 {
 	struct ufs_mount old = { 0 };
 
+	long conn;
+
 	if (ufs_mount_real_path(d->mountpoint, old.real, sizeof(old.real)) ||
-	    ufs_mount_conn_of(old.real) <= 0 || !ufs_mount_owned_by(old.real, geteuid()))
+	    (conn = ufs_mount_conn_of(old.real)) <= 0 || !ufs_mount_owned_by(old.real, geteuid()))
 		return 0;
+	old.conn_id = (unsigned int)conn;
 	if (ufs_handover_served(old.real)) {
 		fprintf(stderr, "uringfs: %s is served by a running uringfs daemon: "
 			"uringfs --take-over %s replaces it\n", old.real, d->mountpoint);

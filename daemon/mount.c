@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,35 +223,104 @@ static void mountinfo_unescape(char *s)
 	*out = '\0';
 }
 
+/* One line of /proc/self/mountinfo, its fields split (proc_pid_mountinfo(5)). */
+struct mountinfo_line {
+	unsigned int id, major, minor;
+	char mnt[PATH_MAX];		/* unescaped */
+	const char *type, *source, *super;	/* into the line */
+};
+
 /*
- * Find our mount at m->real in /proc/self/mountinfo.  Returns its device
- * minor (the connection number), or -1.  Reading mountinfo rather than
- * stat(2) of the mount point: a path reference held at the wrong moment
- * makes an unmount fail with EBUSY, and a dead connection answers stat with
- * ENOTCONN.
+ * "id parent major:minor root mountpoint options [optional...] - type source
+ * super": every field before " - " is escaped or has no space, so the first
+ * " - " is the separator, and the fields after it are told by position:
+ * the source is anyone's to choose (fsname=), the super options are the
+ * kernel's.
  */
-static long mount_find(const struct ufs_mount *m)
+static bool mountinfo_split(char *line, struct mountinfo_line *mi)
 {
-	char *line = NULL, mnt[PATH_MAX];
-	unsigned int major, minor;
+	char *sep, *save;
+
+	if (sscanf(line, "%u %*u %u:%u %*s %4095s", &mi->id, &mi->major, &mi->minor, mi->mnt) != 4)
+		return false;
+	mountinfo_unescape(mi->mnt);
+	sep = strstr(line, " - ");
+	if (!sep)
+		return false;
+	mi->type = strtok_r(sep + 3, " \n", &save);
+	mi->source = mi->type ? strtok_r(NULL, " \n", &save) : NULL;
+	mi->super = mi->source ? strtok_r(NULL, " \n", &save) : NULL;
+	return mi->super != NULL;
+}
+
+/* A uringfs mount (a FUSE connection: major 0) whose kernel options say user_id=uid. */
+static bool mountinfo_ours(const struct mountinfo_line *mi, uid_t uid)
+{
+	char want[32];
+	size_t n;
+
+	if (mi->major || strcmp(mi->type, "fuse.uringfs"))
+		return false;
+	n = snprintf(want, sizeof(want), "user_id=%u", (unsigned int)uid);
+	for (const char *o = mi->super; o; o = strchr(o, ',')) {
+		o += *o == ',';
+		if (!strncmp(o, want, n) && (o[n] == ',' || o[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Walk /proc/self/mountinfo: fn sees each line and returns whether to go on.
+ * Reading mountinfo rather than stat(2) of the mount point: a path reference
+ * held at the wrong moment makes an unmount fail with EBUSY, and a dead
+ * connection answers stat with ENOTCONN.
+ */
+static void mountinfo_walk(bool (*fn)(const struct mountinfo_line *mi, void *arg), void *arg)
+{
+	struct mountinfo_line mi;
+	char *line = NULL;
 	size_t cap = 0;
-	long found = -1;
 	FILE *f;
 
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
-		return -1;
+		return;
 	while (getline(&line, &cap, f) > 0) {
-		/* id parent major:minor root mountpoint options ... - type source */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3 || major)
-			continue;
-		mountinfo_unescape(mnt);
-		if (!strcmp(mnt, m->real) && strstr(line, " - fuse.uringfs "))
-			found = minor;	/* the topmost one wins */
+		if (mountinfo_split(line, &mi) && !fn(&mi, arg))
+			break;
 	}
 	free(line);
 	fclose(f);
-	return found;
+}
+
+struct mount_query {
+	const char *real;
+	unsigned int id;		/* by mount id instead, if not 0 */
+	long minor;			/* out: -1 if none */
+	bool owned;			/* out: by our euid */
+};
+
+static bool mount_query_line(const struct mountinfo_line *mi, void *arg)
+{
+	struct mount_query *q = arg;
+
+	if (q->id && mi->id != q->id)
+		return true;
+	if (!mi->major && !strcmp(mi->type, "fuse.uringfs") && !strcmp(mi->mnt, q->real)) {
+		q->minor = mi->minor;	/* the topmost one wins */
+		q->owned = mountinfo_ours(mi, geteuid());
+	}
+	return !q->id;
+}
+
+/* Our mount at m->real: its device minor (the connection number), or -1. */
+static long mount_find(const struct ufs_mount *m)
+{
+	struct mount_query q = { .real = m->real, .minor = -1 };
+
+	mountinfo_walk(mount_query_line, &q);
+	return q.minor;
 }
 
 static void mount_identify(struct ufs_mount *m)
@@ -293,29 +363,12 @@ int ufs_mount_real_path(const char *path, char *real, size_t len)
 
 bool ufs_mount_owned_by(const char *real, uid_t uid)
 {
-	char *line = NULL, mnt[PATH_MAX], want[32];
-	unsigned int major, minor;
-	size_t cap = 0;
-	bool owned = false;
-	FILE *f;
+	struct mount_query q = { .real = real, .minor = -1 };
 
-	snprintf(want, sizeof(want), "user_id=%u,", (unsigned int)uid);
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
+	if (uid != geteuid())
 		return false;
-	while (getline(&line, &cap, f) > 0) {
-		const char *super;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, mnt) != 3 || major)
-			continue;
-		mountinfo_unescape(mnt);
-		super = strstr(line, " - fuse.uringfs ");
-		if (!strcmp(mnt, real) && super)
-			owned = strstr(super, want) != NULL;	/* the topmost one wins */
-	}
-	free(line);
-	fclose(f);
-	return owned;
+	mountinfo_walk(mount_query_line, &q);
+	return q.minor >= 0 && q.owned;
 }
 
 long ufs_mount_conn_of(const char *real)
@@ -331,6 +384,55 @@ bool ufs_mount_listed(const struct ufs_mount *m)
 	return m->conn_id && mount_find(m) == (long)m->conn_id;
 }
 
+/* The mount id fd is on, from fdinfo: no request to a connection that may be dead. */
+static unsigned int fd_mount_id(int fd)
+{
+	char path[64], line[128];
+	unsigned int id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %u", &id) != 1)
+		;
+	fclose(f);
+	return id;
+}
+
+/*
+ * As root, detach the mount at m->real only if it is a uringfs mount of
+ * ours (and m->conn_id's, if known), checked on the very mount that goes:
+ * the path is resolved once, to a descriptor, whose mount must be that one
+ * in mountinfo, and umount2 names the descriptor (its /proc link leads to
+ * exactly that mount), so a path changed meanwhile (a directory swapped
+ * for a symlink by whoever can write to a parent) detaches nothing else.
+ */
+static int detach_as_root(const struct ufs_mount *m)
+{
+	struct mount_query q = { .real = m->real, .minor = -1 };
+	char proc[64];
+	int fd, ret;
+
+	fd = open(m->real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	q.id = fd_mount_id(fd);
+	if (q.id)
+		mountinfo_walk(mount_query_line, &q);
+	if (q.minor < 0 || !q.owned || (m->conn_id && q.minor != (long)m->conn_id)) {
+		ufs_warn("not detaching %s: it is not the uringfs mount it was a moment ago",
+			 m->real);
+		close(fd);
+		return -ESTALE;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ret = umount2(proc, MNT_DETACH) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
 int ufs_mount_detach(struct ufs_mount *m)
 {
 	char *argv[] = { "fusermount3", "-u", "-z", "--", m->real, NULL };
@@ -338,7 +440,7 @@ int ufs_mount_detach(struct ufs_mount *m)
 	pid_t pid;
 
 	if (!geteuid())
-		return umount2(m->real, MNT_DETACH) ? -errno : 0;
+		return detach_as_root(m);
 	/* The way libfuse unmounts for an ordinary user. */
 	ret = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
 	if (ret)

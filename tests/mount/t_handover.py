@@ -285,6 +285,39 @@ def second_daemon_refused():
 
 
 @case(mount=False, root=True, timeout=60)
+def start_leaves_others_mounts():
+    """A uringfs-typed mount of another user whose source reads like root's
+    options (fsname=user_id=0,x) is not root's dead mount: a root start
+    there does not detach it, and fails with a message (the kernel keeps
+    root out of a mount without allow_other)."""
+    require_handover()
+    src = ufs.scratch_dir('forged-src')
+    mnt = f'{ufs.scratch_dir("forged")}/mnt'
+    os.mkdir(mnt)
+    dev = os.open('/dev/fuse', os.O_RDWR | os.O_CLOEXEC)
+    try:
+        # What fusermount3 -o subtype=uringfs,fsname=... gives an ordinary user.
+        r = subprocess.run(['mount', '-i', '-t', 'fuse.uringfs', '-o',
+                            f'fd={dev},rootmode=40000,user_id=65534,group_id=65534',
+                            'user_id=0,x', mnt], pass_fds=(dev,), capture_output=True,
+                           text=True)
+        check_eq(r.returncode, 0, f'the forged mount: {r.stderr.strip()}')
+    finally:
+        os.close(dev)     # nobody serves it: as dead as a crashed daemon's
+    try:
+        check_eq(ufs.mount_entry(mnt).source, 'user_id=0,x', 'the forged mount is there')
+        r = subprocess.run([ufs.config().daemon, '-f', '--config', empty_config(), src, mnt],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        # The kernel keeps root out of another user's mount (no allow_other).
+        check(r.returncode != 0 and mnt in r.stderr and 'no daemon serves' not in r.stderr,
+              f'the start refuses, naming the mount point: status {r.returncode}: '
+              f'{r.stderr.strip()}')
+        check_eq(ufs.mount_entry(mnt).source, 'user_id=0,x', 'the forged mount is still there')
+    finally:
+        subprocess.run(['umount', '-l', mnt], capture_output=True)
+
+
+@case(mount=False, root=True, timeout=60)
 def start_over_a_dead_mount():
     """A daemon killed with nothing to carry on leaves a dead mount; the next
     start takes it away and serves."""
