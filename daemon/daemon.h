@@ -57,6 +57,7 @@ struct ufs_daemon {
 	struct ufs_record record;	/* the hand-over record (handover=on) */
 	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
 	bool stored_fuse;		/* the connection is in systemd's store */
+	ino_t takeover_ino;		/* our take-over socket's file (handover.c) */
 	unsigned int stored_dev, stored_ring;	/* dev-N, ring-N in systemd's store */
 	struct ufs_pause pause;
 	struct ufs_conn conn;

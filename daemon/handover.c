@@ -3,9 +3,11 @@
  * Handing a live mount over (handover.h): the take-over socket, both ends,
  * and reading systemd's file descriptor store.
  *
- * The take-over exchange, over a SOCK_SEQPACKET socket whose abstract name
- * follows from the mount point and the user (a peer of another user is
- * refused at both ends):
+ * The take-over exchange, over a SOCK_SEQPACKET socket whose path follows
+ * from the mount point and the user: in /run/uringfs (root) or
+ * $XDG_RUNTIME_DIR/uringfs, a directory only the user can write to, so
+ * nobody else can take the name first (an abstract name would be anyone's),
+ * and mode 0600; a peer of another user is refused at both ends anyway:
  *
  *	successor			running daemon
  *	HELLO  ----------------------->	pauses its workers at a clean point
@@ -102,16 +104,71 @@ static uint64_t path_hash(const char *real)
 	return h;
 }
 
-/* "@uringfs-takeover-<uid>-<hash of the mount point's real path>" */
-static socklen_t socket_name(const char *real, struct sockaddr_un *sa)
+/*
+ * /run/uringfs (root) or $XDG_RUNTIME_DIR/uringfs: made if make_dir, and
+ * used only if it is ours alone (owned by us, nobody else may write to it).
+ */
+static int runtime_dir(char *dir, size_t len, bool make_dir)
 {
-	uint64_t h = path_hash(real);
+	const char *runtime = geteuid() ? getenv("XDG_RUNTIME_DIR") : "/run";
+	struct stat st;
 
+	if (!runtime || !*runtime)
+		return -ENOENT;
+	if (snprintf(dir, len, "%s/uringfs", runtime) >= (int)len)
+		return -ENAMETOOLONG;
+	if (make_dir && mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
+	return 0;
+}
+
+/* "<runtime dir>/takeover-<uid>-<hash of the mount point's real path>" */
+static int socket_name(const char *real, struct sockaddr_un *sa, bool make_dir)
+{
+	char dir[PATH_MAX];
+	int ret = runtime_dir(dir, sizeof(dir), make_dir);
+
+	if (ret)
+		return ret;
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	return offsetof(struct sockaddr_un, sun_path) + 1 +
-	       snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "uringfs-takeover-%u-%016llx",
-			(unsigned int)geteuid(), (unsigned long long)h);
+	if (snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/takeover-%u-%016llx", dir,
+		     (unsigned int)geteuid(),
+		     (unsigned long long)path_hash(real)) >= (int)sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * A non-blocking connect to the take-over socket of real, of our own user:
+ * a listener whose backlog is full answers EAGAIN at once instead of
+ * holding the caller.  Returns the socket, or -errno.
+ */
+static int socket_connect(const char *real)
+{
+	struct sockaddr_un sa;
+	int fd, ret = socket_name(real, &sa, false);
+
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (fcntl(fd, F_SETFL, 0)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 static bool peer_is_us(int fd)
@@ -206,20 +263,63 @@ static int send_type(int sock, enum msg_type type, const char *text)
 
 /* ---- the running daemon ---- */
 
+/* Bind sa, taking the name over from a daemon that died without removing it. */
+static int socket_bind(int fd, const struct sockaddr_un *sa, const char *real)
+{
+	int other;
+
+	if (!bind(fd, (const struct sockaddr *)sa, sizeof(*sa)))
+		return 0;
+	if (errno != EADDRINUSE)
+		return -errno;
+	other = socket_connect(real);
+	if (other >= 0 || other == -EAGAIN) {
+		if (other >= 0)
+			close(other);
+		return -EADDRINUSE;	/* a daemon listens there */
+	}
+	if (unlink(sa->sun_path) && errno != ENOENT)
+		return -errno;
+	return bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) ? -errno : 0;
+}
+
 int ufs_handover_listen(struct ufs_daemon *d)
 {
 	struct sockaddr_un sa;
-	socklen_t len = socket_name(d->mnt.real, &sa);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct stat st;
+	int fd = -1, ret;
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 1)) {
-		ufs_warn("take-over socket for %s: %m: uringfs --take-over cannot reach this daemon",
-			 d->mnt.real);
+	ret = socket_name(d->mnt.real, &sa, true);
+	if (!ret) {
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		/* The socket's mode before bind is the file's (unix_bind): ours alone. */
+		ret = fd < 0 || fchmod(fd, 0600) ? -errno : socket_bind(fd, &sa, d->mnt.real);
+	}
+	if (!ret)
+		ret = listen(fd, 1) || lstat(sa.sun_path, &st) ? -errno : 0;
+	if (ret) {
+		ufs_warn("take-over socket for %s: %s: uringfs --take-over cannot reach this daemon",
+			 d->mnt.real, strerror(-ret));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
+	d->takeover_ino = st.st_ino;
 	return fd;
+}
+
+void ufs_handover_unlisten(struct ufs_daemon *d, int fd)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	/* Unless a successor has bound the name anew since. */
+	if (!socket_name(d->mnt.real, &sa, false) && !lstat(sa.sun_path, &st) &&
+	    st.st_ino == d->takeover_ino)
+		unlink(sa.sun_path);
+	close(fd);
 }
 
 struct files_batch {
@@ -398,39 +498,35 @@ static int take_files(struct ufs_inherit *in, const struct handover_msg *m, int 
 
 bool ufs_handover_served(const char *real)
 {
-	struct sockaddr_un sa;
-	socklen_t len = socket_name(real, &sa);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	bool served;
+	int fd = socket_connect(real);
 
+	if (fd == -EAGAIN)
+		return true;	/* a daemon listens, busy */
 	if (fd < 0)
-		return true;	/* cannot tell: assume someone serves it */
-	served = !connect(fd, (struct sockaddr *)&sa, len);
+		return false;
 	close(fd);
-	return served;
+	return true;
 }
 
 int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *why,
 			 size_t why_len)
 {
 	char real[PATH_MAX];
-	struct sockaddr_un sa;
 	struct handover_msg m;
 	int fds[FDS_PER_MSG], ret;
 	unsigned int nfds;
-	socklen_t len;
 
 	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
 	if (ret) {
 		snprintf(why, why_len, "%s: %s", mountpoint, strerror(-ret));
 		return ret;
 	}
-	len = socket_name(real, &sa);
-	in->conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (in->conn < 0 || connect(in->conn, (struct sockaddr *)&sa, len)) {
-		ret = -errno;
+	in->conn = socket_connect(real);
+	if (in->conn < 0) {
+		ret = in->conn;
 		snprintf(why, why_len, "no uringfs daemon of uid %u serves %s (%s)",
-			 (unsigned int)geteuid(), real, strerror(-ret));
+			 (unsigned int)geteuid(), real,
+			 ret == -EAGAIN ? "its take-over socket is busy" : strerror(-ret));
 		return ret;
 	}
 	if (!peer_is_us(in->conn)) {
@@ -489,20 +585,11 @@ void ufs_handover_finish(struct ufs_inherit *in, const char *why)
 /* /run/uringfs (root) or $XDG_RUNTIME_DIR/uringfs, and the mount's file in it. */
 static int status_path(const char *real, char *path, size_t len, bool make_dir)
 {
-	const char *runtime = geteuid() ? getenv("XDG_RUNTIME_DIR") : "/run";
 	char dir[PATH_MAX];
-	struct stat st;
+	int ret = runtime_dir(dir, sizeof(dir), make_dir);
 
-	if (!runtime || !*runtime)
-		return -ENOENT;
-	snprintf(dir, sizeof(dir), "%s/uringfs", runtime);
-	if (make_dir && mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	/* Ours alone: a directory someone else could write to is not used. */
-	if (lstat(dir, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-		return -EPERM;
+	if (ret)
+		return ret;
 	snprintf(path, len, "%s/not-served-%u-%016llx", dir, (unsigned int)geteuid(),
 		 (unsigned long long)path_hash(real));
 	return 0;

@@ -57,6 +57,8 @@ void ufs_inherit_release(struct ufs_inherit *in);
 
 /* The socket successors connect to, or -1 (logged); for the main loop's poll. */
 int ufs_handover_listen(struct ufs_daemon *d);
+/* Close it, and remove its name unless a successor has bound it since. */
+void ufs_handover_unlisten(struct ufs_daemon *d, int fd);
 /*
  * A successor knocked on the socket: hand everything over.  Returns true
  * when it took the mount (the caller exits without unmounting), false when

@@ -206,8 +206,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 handed_over:
 	if (pfd[0].fd >= 0)
 		close(pfd[0].fd);
-	if (pfd[2].fd >= 0)
-		close(pfd[2].fd);
+	ufs_handover_unlisten(d, pfd[2].fd);
 }
 
 int ufs_main_loop_end(struct ufs_daemon *d)

@@ -19,6 +19,8 @@ import errno
 import os
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import time
 
@@ -26,7 +28,7 @@ import fake_systemd
 import ufs
 import ufs_load
 import ufs_sys as sx
-from ufs import case, check, check_eq
+from ufs import case, check, check_eq, check_errno
 
 LOAD_SECONDS = 8
 
@@ -282,6 +284,39 @@ def second_daemon_refused():
         check_eq(r.returncode, 1, 'the second daemon\'s exit status')
         check('--take-over' in r.stderr, f'it says how to replace the running one: {r.stderr!r}')
         check_eq(ufs.read_file(f'{m.mnt}/f'), b'still', 'the first one serves on')
+
+
+def takeover_socket(real, uid=0):
+    """The take-over socket's path (handover.c): FNV-1a of the real path."""
+    h = 0xcbf29ce484222325
+    for b in real.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return f'/run/uringfs/takeover-{uid}-{h:016x}'
+
+
+def connect_seqpacket(path):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.connect(path)
+
+
+@case(mount=False, root=True, timeout=60)
+def takeover_socket_is_ours_alone():
+    """The take-over socket is a file in root's /run/uringfs, mode 0600:
+    another user can neither take its name first (an abstract name is
+    anyone's) nor connect; it goes when the daemon does."""
+    require_handover()
+    with ufs.Mount() as m:
+        path = takeover_socket(os.path.realpath(m.mnt))
+        st = os.lstat(path)
+        check(stat.S_ISSOCK(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+              f'{path}: mode {st.st_mode:o}, uid {st.st_uid}')
+        d = os.lstat('/run/uringfs')
+        check(d.st_uid == 0 and not d.st_mode & 0o022, f'/run/uringfs: mode {d.st_mode:o}')
+        check_errno(errno.EACCES, ufs.as_user, connect_seqpacket, path,
+                    what='another user connecting to the take-over socket')
+        check_errno(errno.EACCES, ufs.as_user, os.mkdir, '/run/uringfs/squat',
+                    what='another user making a name in /run/uringfs')
+    check(not os.path.exists(path), f'{path} is left after the daemon ended')
 
 
 @case(mount=False, root=True, timeout=60)
