@@ -268,6 +268,8 @@ void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
 		    const struct stat *st);
 void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st);
+bool ufs_replay_made(struct ufs_fs *fs, const struct ufs_req *req, int dir_fd, const char *name,
+		     mode_t type, const struct stat *link_of);
 int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		  struct fuse_entry_out *e);
 int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,

@@ -227,11 +227,12 @@ ssize_t ufs_op_readlink(struct ufs_fs *fs, struct ufs_req *req)
  * The tail of every creating call: look the new name up (as the daemon,
  * after the caller's credentials are gone) and reply its entry.
  */
-static ssize_t reply_new_entry(struct ufs_fs *fs, struct ufs_req *req, int ret)
+static ssize_t reply_new_entry(struct ufs_fs *fs, struct ufs_req *req, int ret, mode_t type,
+			       const struct stat *link_of)
 {
 	struct fuse_entry_out *e = req->out;
 
-	if (ret == -EEXIST && req->replay)
+	if (ret == -EEXIST && ufs_replay_made(fs, req, req->inode->fd, req->args.name, type, link_of))
 		ret = 0;	/* made before a crash: answer with what was made */
 	if (ret)
 		return ret;
@@ -268,7 +269,7 @@ ssize_t ufs_op_mknod(struct ufs_fs *fs, struct ufs_req *req)
 		      ? -errno : 0;
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
-	return reply_new_entry(fs, req, ret);
+	return reply_new_entry(fs, req, ret, in->mode & S_IFMT, NULL);
 }
 
 ssize_t ufs_op_mkdir(struct ufs_fs *fs, struct ufs_req *req)
@@ -287,7 +288,7 @@ ssize_t ufs_op_mkdir(struct ufs_fs *fs, struct ufs_req *req)
 	ret = mkdirat(req->inode->fd, req->args.name, ufs_creds_mode(&creds, in->mode)) ? -errno : 0;
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
-	return reply_new_entry(fs, req, ret);
+	return reply_new_entry(fs, req, ret, S_IFDIR, NULL);
 }
 
 ssize_t ufs_op_symlink(struct ufs_fs *fs, struct ufs_req *req)
@@ -304,13 +305,14 @@ ssize_t ufs_op_symlink(struct ufs_fs *fs, struct ufs_req *req)
 	/* The target is stored verbatim; the daemon never follows it. */
 	ret = symlinkat(req->args.name2, req->inode->fd, req->args.name) ? -errno : 0;
 	ufs_creds_leave(&creds);
-	return reply_new_entry(fs, req, ret);
+	return reply_new_entry(fs, req, ret, S_IFLNK, NULL);
 }
 
 ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_link_in *in = req->args.op;
 	struct ufs_inode *target;
+	struct stat st = { 0 };
 	char name[32];
 	int ret;
 
@@ -335,8 +337,10 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 	if (!ret)
 		ret = linkat(fs->proc_fd, name, req->inode->fd, req->args.name, AT_SYMLINK_FOLLOW)
 			      ? -errno : 0;
+	st.st_dev = target->dev;
+	st.st_ino = target->ino;
 	ufs_inode_put(fs, target);
-	return reply_new_entry(fs, req, ret);
+	return reply_new_entry(fs, req, ret, 0, &st);
 }
 
 /*

@@ -290,7 +290,8 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 			      ufs_creds_mode(&creds, in->mode));
 	created = fd >= 0;
 	/* A replayed O_EXCL create finds the file it made before a crash. */
-	if (fd == -EEXIST && (!(in->flags & O_EXCL) || req->replay))
+	if (fd == -EEXIST && (!(in->flags & O_EXCL) ||
+			      ufs_replay_made(fs, req, req->inode->fd, req->args.name, S_IFREG, NULL)))
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);

@@ -233,3 +233,23 @@ void ufs_umask_leave(struct ufs_fs *fs)
 	if (ufs_conn_has(fs->conn, FUSE_DONT_MASK))
 		umask(0);
 }
+
+/*
+ * A creating request served again after a hand-over (req->replay) may find
+ * what its first serving made before the old daemon went: its EEXIST then
+ * means done.  Only for a name of the type asked for (link_of: that very
+ * inode), owned by whom this daemon creates it for; anything else was
+ * there before, or is someone else's, and stays EEXIST.
+ */
+bool ufs_replay_made(struct ufs_fs *fs, const struct ufs_req *req, int dir_fd, const char *name,
+		     mode_t type, const struct stat *link_of)
+{
+	uid_t owner = fs->running_as_root ? req->in->uid : geteuid();
+	struct stat st;
+
+	if (!req->replay || fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return false;
+	if (link_of)
+		return st.st_dev == link_of->st_dev && st.st_ino == link_of->st_ino;
+	return st.st_uid == owner && (st.st_mode & S_IFMT) == (type ? type : S_IFREG);
+}

@@ -390,7 +390,8 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	if (sock < 0)
 		return false;
 	if (!peer_is_us(sock)) {
-		ufs_warn("take-over: refused a peer that is not uid %u", (unsigned int)geteuid());
+		ufs_log_once(UFS_LOG_WARN, "take-over: refused a peer that is not uid %u",
+			     (unsigned int)geteuid());
 		close(sock);
 		return false;
 	}
@@ -445,6 +446,10 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 
 static int file_fds_put(struct ufs_inherit *in, uint32_t index, int fd)
 {
+	if (index >= UFS_RECORD_FILES) {
+		close(fd);
+		return -EINVAL;	/* no fh of ours has such an index */
+	}
 	if (index >= in->nfile_fds) {
 		uint32_t n = index + 1 > 2 * in->nfile_fds ? index + 1 : 2 * in->nfile_fds;
 		int *p = realloc(in->file_fds, n * sizeof(*p));

@@ -283,9 +283,16 @@ static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	int fd = open_by_handle_at(inode->mount_fd, inode->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	int evict[4] = { -1, -1, -1, -1 };
+	struct stat st;
 
 	if (fd < 0)
 		return -errno;
+	/* The file its handle and key name (a predecessor's record says both). */
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) || st.st_dev != inode->dev ||
+	    st.st_ino != inode->ino || (st.st_mode & S_IFMT) != inode->type) {
+		close(fd);
+		return -ESTALE;
+	}
 	pthread_mutex_lock(&fs->inode_lock);
 	if (inode->fd < 0) {
 		inode->fd = fd;

@@ -113,6 +113,9 @@ static int header_check(const struct ufs_record_header *h, size_t file_size, cha
 	if (h->version != UFS_RECORD_VERSION || h->header_size != sizeof(*h))
 		return refuse(why, len, "record version %u (header %u bytes), this build reads %u (%zu)",
 			      h->version, h->header_size, UFS_RECORD_VERSION, sizeof(*h));
+	if (h->nodes_off > file_size || h->files_off > file_size ||
+	    h->nodes_cap > UFS_RECORD_NODES || h->files_cap > UFS_RECORD_FILES)
+		return refuse(why, len, "record layout is inconsistent (size %zu)", file_size);
 	nodes_end = h->nodes_off + (size_t)h->nodes_cap * sizeof(struct ufs_record_node);
 	files_end = h->files_off + (size_t)h->files_cap * sizeof(struct ufs_record_file);
 	if (h->size != file_size || h->nodes_off < sizeof(*h) || h->nodes_off % 4096 ||

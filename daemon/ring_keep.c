@@ -299,11 +299,11 @@ static struct ring_queue *queue_owner(struct ufs_uring *u, uint16_t qid)
 
 /*
  * Which of an old entry's requests is ours to answer, and how: a request
- * to serve (restored from its record if it was being served), a reply to
- * commit as it is, or nothing.
+ * to serve (restored from its record if it was being served: *replay, it
+ * may have been carried out), a reply to commit as it is, or nothing.
  */
 static enum ring_ent_state old_ent_plan(struct ring_ent_rec *rec, struct ufs_uring_req_header *hdr,
-					struct ufs_uring *u, uint8_t *payload)
+					struct ufs_uring *u, uint8_t *payload, bool *replay)
 {
 	uint64_t unique = ((const struct fuse_in_header *)hdr->in_out)->unique;
 	uint64_t word = __atomic_load_n(&rec->word, __ATOMIC_ACQUIRE);
@@ -322,6 +322,7 @@ static enum ring_ent_state old_ent_plan(struct ring_ent_rec *rec, struct ufs_uri
 		memcpy(payload, rec->saved_payload,
 		       rec->saved_len < RING_REC_PAYLOAD ? rec->saved_len : RING_REC_PAYLOAD);
 	(void)u;
+	*replay = true;
 	return RING_ENT_SERVING;
 }
 
@@ -346,6 +347,7 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			struct ring_ent *ent;
 			uint8_t *payload = NULL;
 			enum ring_ent_state plan;
+			bool replay = false;
 
 			/* The record is the old daemon's word: nothing in it is trusted. */
 			if (o->len < sizeof(*hdr) + u->max_payload ||
@@ -361,7 +363,7 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			else if (q && q->pool &&
 				 hdr->ring_ent_in_out.offset + u->max_payload <= q->pool_len)
 				payload = q->pool + hdr->ring_ent_in_out.offset;
-			plan = old_ent_plan(rec, hdr, u, payload);
+			plan = old_ent_plan(rec, hdr, u, payload, &replay);
 			if (plan == RING_ENT_NEW)
 				continue;
 			ent = q ? calloc(1, sizeof(*ent)) : NULL;
@@ -377,7 +379,7 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent->slot = rec->slot;
 			ent->idx = rec->slot ? rec->slot - 1u : 0;	/* its bounce region */
 			ent->req.worker = q->rw->w;
-			ent->req.replay = plan == RING_ENT_SERVING;
+			ent->req.replay = replay;
 			ent->state = RING_ENT_ADOPTED;
 			ent->adopted = true;
 			ent->ready = plan == RING_ENT_KERNEL;
