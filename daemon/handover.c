@@ -505,11 +505,15 @@ bool ufs_handover_served(const char *real)
 {
 	int fd = socket_connect(real);
 
-	if (fd == -EAGAIN)
-		return true;	/* a daemon listens, busy */
-	if (fd < 0)
+	/*
+	 * Not served only on proof: a socket file nobody listens on is what a
+	 * daemon that died leaves.  No file at all may be a daemon that could
+	 * not make one (no runtime directory): served, for all we know.
+	 */
+	if (fd == -ECONNREFUSED)
 		return false;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return true;
 }
 
@@ -567,7 +571,7 @@ void ufs_handover_finish(struct ufs_inherit *in, const char *why)
 {
 	struct handover_msg m;
 	unsigned int nfds;
-	int fds[FDS_PER_MSG];
+	int fds[FDS_PER_MSG], ret;
 
 	if (in->conn < 0)
 		return;
@@ -577,10 +581,15 @@ void ufs_handover_finish(struct ufs_inherit *in, const char *why)
 		return;
 	}
 	/* It closes the socket by exiting: until then it may still answer a request. */
-	while (recv_msg(in->conn, &m, fds, &nfds, EXIT_TIMEOUT_MS) == 0) {
+	while (!(ret = recv_msg(in->conn, &m, fds, &nfds, EXIT_TIMEOUT_MS))) {
 		for (unsigned int i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
+	if (ret == -ETIMEDOUT)
+		ufs_warn("take-over: the old daemon (pid %d) is still there %d s after handing over "
+			 "(a request stuck in the backing file system?): serving anyway; a request it "
+			 "still carries out may be served again",
+			 (int)in->predecessor, EXIT_TIMEOUT_MS / 1000);
 	close(in->conn);
 	in->conn = -1;
 }

@@ -68,7 +68,7 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd);
 
 /* ---- the successor ---- */
 
-/* Does a daemon of this user serve the mount at real (its socket answers)? */
+/* Might a daemon of this user serve the mount at real?  False only when its socket is dead. */
 bool ufs_handover_served(const char *real);
 
 /*

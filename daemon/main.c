@@ -76,8 +76,9 @@ static int mount_point_free(struct ufs_daemon *d)
 		return 0;
 	old.conn_id = (unsigned int)conn;
 	if (ufs_handover_served(old.real)) {
-		fprintf(stderr, "uringfs: %s is served by a running uringfs daemon: "
-			"uringfs --take-over %s replaces it\n", old.real, d->mountpoint);
+		fprintf(stderr, "uringfs: %s is served by a running uringfs daemon (or one whose "
+			"take-over socket is missing): uringfs --take-over %s replaces it, "
+			"fusermount3 -u takes it away\n", old.real, d->mountpoint);
 		return -EBUSY;
 	}
 	ufs_warn("a uringfs mount at %s that no daemon serves (its daemon died): detaching it",
