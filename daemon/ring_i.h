@@ -146,6 +146,7 @@ struct ring_ent {
 	unsigned int idx;			/* index in the worker: slot and bounce region */
 	bool ready;				/* adopted: its reply is in the buffers already */
 	bool adopted;				/* a predecessor's: its commit may find nothing */
+	bool held_over;				/* adopted: its request came to the predecessor */
 	struct ring_ent *next_adopted;		/* rw->adopted, for freeing */
 	/* zero copy (7.3) */
 	uint16_t slot;				/* registered-buffer slot, 0: none */

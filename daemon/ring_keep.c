@@ -379,7 +379,8 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent->slot = rec->slot;
 			ent->idx = rec->slot ? rec->slot - 1u : 0;	/* its bounce region */
 			ent->req.worker = q->rw->w;
-			ent->req.replay = replay;
+			ent->req.replay = replay;	/* it may have been carried out */
+			ent->held_over = plan == RING_ENT_SERVING;
 			ent->state = RING_ENT_ADOPTED;
 			ent->adopted = true;
 			ent->ready = plan == RING_ENT_KERNEL;

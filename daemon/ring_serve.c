@@ -118,7 +118,7 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 	ent->req.direct_io_aligned = true;
 	if (eio->flags & UFS_URING_ENT_ZERO_COPY) {
 		/* A predecessor's slot: the client's pages were in its ring, gone with it. */
-		if (ent->req.replay) {
+		if (ent->held_over) {
 			ufs_log_once(UFS_LOG_WARN, "io_uring: a zero-copied request the old daemon "
 				     "held is answered EIO: its pages went with its ring");
 			ring_commit(rw, ent, -EIO, 0);
@@ -149,6 +149,7 @@ static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int 
 {
 	if (!res) {
 		ent->req.replay = false;
+		ent->held_over = false;
 		/*
 		 * During a take-over: untouched, for the successor (or served on
 		 * resume).  Not a zero-copied READ or WRITE: the client's pages
