@@ -350,14 +350,12 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			bool replay = false;
 
 			/* The record is the old daemon's word: nothing in it is trusted. */
-			if (o->len < sizeof(*hdr) + u->max_payload ||
-			    rec->hdr_off > o->len - sizeof(*hdr) || rec->hdr_off % 8 ||
-			    (rec->payload_off && rec->payload_off > o->len - u->max_payload))
+			if (rec->hdr_off > o->len || o->len - rec->hdr_off < sizeof(*hdr) ||
+			    (rec->payload_off && (rec->payload_off > o->len ||
+						  o->len - rec->payload_off < u->max_payload)))
 				continue;
 			hdr = (void *)(o->base + rec->hdr_off);
 			q = queue_owner(u, rec->qid);
-			if (q && rec->slot >= q->rw->nslots)
-				q = NULL;	/* a slot (and bounce region) this ring has not */
 			if (rec->payload_off)
 				payload = o->base + rec->payload_off;
 			else if (q && q->pool &&

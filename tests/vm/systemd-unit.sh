@@ -143,6 +143,20 @@ t_check "reload: the old daemon is gone" wait_for 10 bash -c "! kill -0 $pid 2>/
 t_check "the lock is still held after the reload" lock_held
 
 : >"$work/writer.log.stop"
+# A writer that does not stop is stuck in a request nobody answers: say
+# where, rather than let the guest time out.
+writer_ended() {
+	local state
+	state=$(cut -d' ' -f3 "/proc/$writer/stat" 2>/dev/null) || return 0
+	[[ -z $state || $state == Z ]]	# a zombie until waited for
+}
+if ! wait_for 30 writer_ended; then
+	t_diag <<<"the writer is stuck: $(tr '\0' ' ' <"/proc/$writer/wchan" 2>/dev/null); waiting: $(cat /sys/fs/fuse/connections/*/waiting 2>/dev/null | tr '\n' ' ')"
+	{ t_diag <"/proc/$writer/stack"; } 2>/dev/null || true
+	journalctl -q -u "$unit" -o short-precise | tail -40 | t_diag
+	t_check "the writer stops when asked (no request left unanswered)" false
+	kill -9 "$writer" 2>/dev/null || true
+fi
 wait "$writer" || true
 # A crash over io_uring: what the kernel was delivering to the dead rings
 # ends with ECANCELED, and a zero-copied request they held with EIO (its
