@@ -283,6 +283,7 @@ def file_handles_stay_inside():
     and after the kernel forgot them (the daemon's export records); forged
     FUSE handles (other node ids) give ESTALE or an inode of the source (or
     the control file), never the canary."""
+    ufs.require_daemon('needs the daemon\'s export records and control file')
     with confined('entry_timeout=0,attr_timeout=0') as (m, t):
         names = ['inside', 'sub', 'sub/deeper', 'abs']
         handles = {}
