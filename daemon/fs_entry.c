@@ -391,12 +391,16 @@ ssize_t ufs_op_rmdir(struct ufs_fs *fs, struct ufs_req *req)
 	return remove_entry(fs, req, AT_REMOVEDIR);
 }
 
-/* A file renamed to another directory is found there again by its handle (export.c). */
+/*
+ * A file renamed to another directory is found there again by its handle
+ * (export.c); without export records nothing asks where it went.
+ */
 static void note_moved(struct ufs_fs *fs, struct ufs_inode *dir, const char *name)
 {
 	struct stat st;
 
-	if (!fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode))
+	if (fs->exports.limit && !fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    !S_ISDIR(st.st_mode))
 		ufs_inode_moved(fs, st.st_dev, st.st_ino, dir->nodeid);
 }
 

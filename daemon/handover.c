@@ -609,11 +609,26 @@ static int status_path(const char *real, char *path, size_t len, bool make_dir)
 	return 0;
 }
 
+/* fopen(path) in mode how ("r" or "w", the latter creating), never through a symlink. */
+static FILE *fopen_nofollow(const char *path, const char *how)
+{
+	int flags = *how == 'w' ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY;
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, how) : NULL;
+
+	if (!f && fd >= 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return f;
+}
+
 void ufs_handover_status(const char *real, const char *why)
 {
 	char path[PATH_MAX + 64];
 	FILE *f;
-	int fd;
 
 	if (status_path(real, path, sizeof(path), why != NULL))
 		return;
@@ -621,13 +636,9 @@ void ufs_handover_status(const char *real, const char *why)
 		unlink(path);
 		return;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	f = fopen_nofollow(path, "w");
+	if (!f)
 		return;
-	}
 	fprintf(f, "%s is not served: a successor (pid %d) could not start: %s\n", real,
 		(int)getpid(), why);
 	fclose(f);
@@ -637,21 +648,16 @@ int ufs_handover_status_read(const char *mountpoint, char *buf, size_t len)
 {
 	char real[PATH_MAX], path[PATH_MAX + 64];
 	FILE *f;
-	int fd, ret;
+	int ret;
 
 	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
 	if (!ret)
 		ret = status_path(real, path, sizeof(path), false);
 	if (ret)
 		return ret;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	f = fopen_nofollow(path, "r");
+	if (!f)
+		return -errno;
 	if (!fgets(buf, len, f))
 		buf[0] = '\0';
 	fclose(f);

@@ -55,7 +55,7 @@ static bool uringfs_mount_there(struct ufs_daemon *d)
 	char real[PATH_MAX];
 
 	return !ufs_mount_real_path(d->mountpoint, real, sizeof(real)) &&
-	       ufs_mount_conn_of(real) > 0 && ufs_mount_owned_by(real, geteuid());
+	       ufs_mount_ours(real) > 0;
 }
 
 /*
@@ -68,11 +68,10 @@ static bool uringfs_mount_there(struct ufs_daemon *d)
 static int mount_point_free(struct ufs_daemon *d)
 {
 	struct ufs_mount old = { 0 };
-
 	long conn;
 
 	if (ufs_mount_real_path(d->mountpoint, old.real, sizeof(old.real)) ||
-	    (conn = ufs_mount_conn_of(old.real)) <= 0 || !ufs_mount_owned_by(old.real, geteuid()))
+	    (conn = ufs_mount_ours(old.real)) <= 0)
 		return 0;
 	old.conn_id = (unsigned int)conn;
 	if (ufs_handover_served(old.real)) {

@@ -361,14 +361,12 @@ int ufs_mount_real_path(const char *path, char *real, size_t len)
 	return 0;
 }
 
-bool ufs_mount_owned_by(const char *real, uid_t uid)
+long ufs_mount_ours(const char *real)
 {
 	struct mount_query q = { .real = real, .minor = -1 };
 
-	if (uid != geteuid())
-		return false;
 	mountinfo_walk(mount_query_line, &q);
-	return q.minor >= 0 && q.owned;
+	return q.owned ? q.minor : -1;
 }
 
 long ufs_mount_conn_of(const char *real)

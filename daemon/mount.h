@@ -65,8 +65,8 @@ void ufs_unmount(struct ufs_mount *m);
 int ufs_mount_real_path(const char *path, char *real, size_t len);
 /* The connection number of the topmost uringfs mount at real, or -1. */
 long ufs_mount_conn_of(const char *real);
-/* Was the topmost uringfs mount at real made by uid (its user_id)? */
-bool ufs_mount_owned_by(const char *real, uid_t uid);
+/* Same, if that mount was made by our euid (its user_id); else -1. */
+long ufs_mount_ours(const char *real);
 
 /*
  * Is the mount still in this namespace's mount table?  After the connection

@@ -367,7 +367,7 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent = q ? calloc(1, sizeof(*ent)) : NULL;
 			if (!ent) {
 				ufs_err("io_uring: cannot take over a request held on qid=%u: %s",
-					rec->qid, q ? "out of memory" : "no worker has its queue and slot");
+					rec->qid, q ? "out of memory" : "no worker serves that queue");
 				continue;
 			}
 			ent->q = q;
