@@ -124,6 +124,18 @@ def gone_files_give_estale():
         check(m.stats()['export_stale'] >= 1, 'export_stale counts the gone files')
 
 
+def stale_by_handle(m, handle, what):
+    """The handle of something moved out of the source must not open
+    (ESTALE, or ENOENT from the kernel's reconnect); returns how far
+    export_revived and export_stale moved meanwhile."""
+    before = m.stats()
+    err = open_error(m, handle)
+    check(err in (E.ESTALE, E.ENOENT), f'the handle of {what} moved out gave {ufs.errname(err)}')
+    after = m.stats()
+    return (after['export_revived'] - before['export_revived'],
+            after['export_stale'] - before['export_stale'])
+
+
 @case(mount=False, root=True)
 def a_directory_moved_out_is_stale():
     """A directory moved out of the source on the backing side is not brought
@@ -134,15 +146,9 @@ def a_directory_moved_out_is_stale():
         h = sx.name_to_handle_at(f'{m.mnt}/d')
         forget_all(m, 1, 'd')
         os.rename(f'{m.src}/d', f'{m.tmp}/d')
-        before = m.stats()
-        err = open_error(m, h)
-        check(err in (E.ESTALE, E.ENOENT),
-              f'the handle of a directory moved out gave {ufs.errname(err)}')
+        moved = stale_by_handle(m, h, 'a directory')
         # The daemon refused it itself, not only the kernel's reconnect ("..").
-        after = m.stats()
-        check_eq((after['export_revived'] - before['export_revived'],
-                  after['export_stale'] - before['export_stale']), (0, 1),
-                 'export_revived and export_stale moved by')
+        check_eq(moved, (0, 1), 'export_revived and export_stale moved by')
 
 
 @case(mount=False, root=True)
@@ -161,13 +167,7 @@ def a_file_moved_out_is_stale():
         os.rename(f'{m.mnt}/d/kept', f'{m.mnt}/e/kept')
         forget_all(m, 4, 'd, e and two files')
         os.rename(f'{m.src}/d/secret', f'{m.tmp}/secret')
-        before = m.stats()
-        err = open_error(m, out)
-        check(err in (E.ESTALE, E.ENOENT),
-              f'the handle of a file moved out gave {ufs.errname(err)}')
-        after = m.stats()
-        check_eq(after['export_stale'] - before['export_stale'], 1,
-                 'export_stale moved by')
+        check_eq(stale_by_handle(m, out, 'a file')[1], 1, 'export_stale moved by')
         with by_handle(m, kept) as fd:
             check_eq(os.read(fd, 64), b'renamed inside', 'a file renamed through the mount')
         # Back in, under a name the daemon finds: a lookup gives it a new node id.
