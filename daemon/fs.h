@@ -50,6 +50,7 @@ struct ufs_inode {
 	struct ufs_inode *next_by_key;
 	bool keyed;			/* in the (dev, ino) index: the file still has this key */
 	bool drop_fd;			/* a name was removed: close fd once unpinned */
+	bool unverified;		/* restored from a record: not yet proven inside SOURCE */
 	uint32_t record_slot;		/* its hand-over record + 1, 0: none (record.h) */
 	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
 	struct ufs_inode *lru_next;

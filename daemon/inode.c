@@ -278,7 +278,20 @@ int ufs_inode_handles_init(struct ufs_fs *fs)
 	return 0;
 }
 
-/* The descriptor of a pinned inode whose fd was evicted. */
+/*
+ * The descriptor of a pinned inode whose fd was evicted, or of one a
+ * predecessor's record restored.  A restored inode is proven inside SOURCE
+ * once, at its first reopen, as LOOKUP proves what it finds: a record is
+ * data, and a file moved out of SOURCE while no daemon ran must not be
+ * served.  The path of its descriptor decides (ufs_check_beneath_fd): a
+ * directory's handle always opens a connected dentry; a file's is
+ * connected while the kernel still caches its dentry, and a disconnected
+ * one cannot be proven inside (no parent is recorded for a live inode), so
+ * it is refused too (ESTALE), the cautious answer.  An evicted inode of
+ * this daemon was found inside by a LOOKUP and keeps working wherever it is
+ * moved since, as an open file would: whether its descriptor was evicted
+ * must not change what it serves.
+ */
 static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	int fd = open_by_handle_at(inode->mount_fd, inode->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -289,11 +302,14 @@ static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
 		return -errno;
 	/* The file its handle and key name (a predecessor's record says both). */
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) || st.st_dev != inode->dev ||
-	    st.st_ino != inode->ino || (st.st_mode & S_IFMT) != inode->type) {
+	    st.st_ino != inode->ino || (st.st_mode & S_IFMT) != inode->type ||
+	    (__atomic_load_n(&inode->unverified, __ATOMIC_RELAXED) &&
+	     ufs_check_beneath_fd(fs, fd))) {
 		close(fd);
 		return -ESTALE;
 	}
 	pthread_mutex_lock(&fs->inode_lock);
+	__atomic_store_n(&inode->unverified, false, __ATOMIC_RELAXED);
 	if (inode->fd < 0) {
 		inode->fd = fd;
 		fs->fds_open++;
@@ -620,8 +636,9 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
-			/* An evicted descriptor comes back for free. */
+			/* An evicted descriptor comes back for free, found inside. */
 			inode->fd = fresh->fd;
+			inode->unverified = false;
 			fresh->fd = -1;
 			fs->fds_open++;
 			lru_offer(fs, inode, evict, 2);
@@ -839,6 +856,7 @@ int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_
 	inode->parent = n->parent;
 	inode->mount_id = n->mount_id;
 	inode->record_slot = slot;
+	inode->unverified = true;	/* inode_reopen proves it inside SOURCE */
 	pthread_mutex_lock(&fs->inode_lock);
 	mfd = mount_fd_by_id(fs, n->mount_id);
 	if (mfd < 0 || find_by_id(fs, n->nodeid)) {

@@ -381,3 +381,53 @@ def start_over_a_dead_mount():
     except BaseException:
         m.abort()
         raise
+
+
+@case(mount=False, root=True, timeout=120)
+def moved_out_while_down():
+    """A successor proves the inodes of its predecessor's record inside SOURCE
+    before serving them, as LOOKUP does: a file or directory moved out of
+    SOURCE while no daemon runs is stale (ESTALE or ENOENT) through the
+    descriptors that still name it, while a file left inside is served."""
+    require_handover()
+    sd = SystemdMount()
+    outside = os.path.join(sd.base, 'outside')
+    os.makedirs(outside)
+    held = {}
+    try:
+        sd.start()
+        os.makedirs(f'{sd.mnt}/d/sub')
+        for name in ('d/kept', 'd/gone', 'd/sub/f'):
+            ufs.write_file(f'{sd.mnt}/{name}', name.encode())
+        # O_PATH descriptors hold the kernel's inodes (and so the record's)
+        # without opening anything in the daemon.
+        for name in ('d/kept', 'd/gone', 'd/sub'):
+            held[name] = os.open(f'{sd.mnt}/{name}', os.O_PATH)
+        sd.svc.kill(signal.SIGKILL)
+        sd.collect()
+        os.rename(f'{sd.src}/d/gone', f'{outside}/gone')
+        os.rename(f'{sd.src}/d/sub', f'{outside}/sub')
+        sd.start()
+        check_eq(sd.stats()['restarts'], 1, 'restart 1 of the mount')
+
+        def reopen(name, flags=os.O_RDONLY):
+            fd = os.open(f'/proc/self/fd/{held[name]}', flags)
+            try:
+                if flags & os.O_DIRECTORY:
+                    return sorted(os.listdir(fd))
+                return os.read(fd, 100)
+            finally:
+                os.close(fd)
+
+        check_eq(reopen('d/kept'), b'd/kept', 'a file left inside, after the restart')
+        for name, flags in (('d/gone', os.O_RDONLY), ('d/sub', os.O_RDONLY | os.O_DIRECTORY)):
+            got = ufs.outcome(reopen, name, flags)
+            check(got.err in (errno.ESTALE, errno.ENOENT),
+                  f'{name}, moved out of SOURCE while no daemon ran: got {got}, '
+                  f'want ESTALE or ENOENT' + sd.tail())
+        with open(f'{outside}/gone', 'rb') as f:
+            check_eq(f.read(), b'd/gone', 'the moved-out file is untouched')
+    finally:
+        for fd in held.values():
+            os.close(fd)
+        sd.close()
