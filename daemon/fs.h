@@ -59,6 +59,12 @@ struct ufs_inode {
 	struct ufs_lock_owner *lock_owners;
 	enum ufs_io_mode io_mode;	/* the data path of its opens (passthrough.c) */
 	uint32_t io_opens;		/* opens counted in io_mode */
+	/*
+	 * Writable passthrough opens: while there are any, a mapping writes
+	 * the backing file behind the kernel's cached attributes, so they
+	 * are replied uncacheable (read atomically by the attribute replies).
+	 */
+	uint32_t pt_writers;
 	int backing_id;			/* UFS_IO_PASSTHROUGH: the kernel's id */
 	enum ufs_backing_fs backing_fs;	/* set once, atomically, at the first open */
 	char control;			/* 1: the stats control file (no backing) */
@@ -268,7 +274,10 @@ int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
 void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
 		    const struct stat *st);
-void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st);
+void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct ufs_inode *inode,
+		       const struct stat *st);
+/* How long the kernel may cache the inode's attributes, in seconds. */
+double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode);
 bool ufs_replay_made(struct ufs_fs *fs, const struct ufs_req *req, int dir_fd, const char *name,
 		     mode_t type, const struct stat *link_of);
 int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,

@@ -93,7 +93,7 @@ ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (req->inode->control) {
 		ufs_control_stat(fs, &st);
-		ufs_fill_attr_out(fs, req->out, &st);
+		ufs_fill_attr_out(fs, req->out, req->inode, &st);
 		return sizeof(struct fuse_attr_out);
 	}
 	ret = ufs_inode_dir_beneath(fs, req->inode);
@@ -107,7 +107,7 @@ ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
 		ret = stat_inode(req->inode, &st);
 	if (ret)
 		return ret;
-	ufs_fill_attr_out(fs, req->out, &st);
+	ufs_fill_attr_out(fs, req->out, req->inode, &st);
 	return sizeof(struct fuse_attr_out);
 }
 
@@ -208,7 +208,7 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 	ret = stat_inode(inode, &st);
 	if (ret)
 		return ret;
-	ufs_fill_attr_out(fs, req->out, &st);
+	ufs_fill_attr_out(fs, req->out, req->inode, &st);
 	return sizeof(struct fuse_attr_out);
 }
 
@@ -553,8 +553,8 @@ ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 	}
 
 	memset(out, 0, sizeof(*out));
-	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
-	out->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	out->attr_valid = ufs_timeout_sec(ufs_attr_timeout(fs, req->inode));
+	out->attr_valid_nsec = ufs_timeout_nsec(ufs_attr_timeout(fs, req->inode));
 	sx->mask = stx.stx_mask;
 	sx->blksize = stx.stx_blksize;
 	sx->attributes = stx.stx_attributes;

@@ -247,12 +247,13 @@ static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int 
 		close(fd);
 		goto undo;
 	}
-	ufs_fill_entry(fs, &out->entry, inode, &st);
 	ret = open_file(fs, req, inode, fd, flags, &out->open);
 	if (ret) {
 		ufs_inode_forget(fs, inode->nodeid, 1);
 		goto undo;
 	}
+	/* After the open: a writable passthrough open makes them uncacheable. */
+	ufs_fill_entry(fs, &out->entry, inode, &st);
 	return sizeof(*out);
 undo:
 	if (created)

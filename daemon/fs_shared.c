@@ -103,24 +103,45 @@ void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st)
 	attr->blksize = st->st_blksize;
 }
 
+/*
+ * A shared writable mapping of a passed-through open writes the backing
+ * file directly: its page faults update the backing file's mtime and ctime,
+ * and nothing tells the kernel's FUSE inode (no WRITE, and with
+ * FOPEN_NOFLUSH no FLUSH either).  So while the inode has writable
+ * passthrough opens its attributes are not cached at all (attr_valid 0:
+ * the kernel asks again at every stat); the first such open also drops
+ * what was cached before it (passthrough.c).
+ */
+double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
+{
+	if (inode && __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED))
+		return 0;
+	return fs->cfg->attr_timeout;
+}
+
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
 		    const struct stat *st)
 {
+	double attr_timeout = ufs_attr_timeout(fs, inode);
+
 	memset(e, 0, sizeof(*e));
 	e->nodeid = inode->nodeid;
 	e->generation = 0;
 	e->entry_valid = ufs_timeout_sec(fs->cfg->entry_timeout);
 	e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->entry_timeout);
-	e->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
-	e->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	e->attr_valid = ufs_timeout_sec(attr_timeout);
+	e->attr_valid_nsec = ufs_timeout_nsec(attr_timeout);
 	ufs_fill_attr(&e->attr, st);
 }
 
-void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct stat *st)
+void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct ufs_inode *inode,
+		       const struct stat *st)
 {
+	double attr_timeout = ufs_attr_timeout(fs, inode);
+
 	memset(out, 0, sizeof(*out));
-	out->attr_valid = ufs_timeout_sec(fs->cfg->attr_timeout);
-	out->attr_valid_nsec = ufs_timeout_nsec(fs->cfg->attr_timeout);
+	out->attr_valid = ufs_timeout_sec(attr_timeout);
+	out->attr_valid_nsec = ufs_timeout_nsec(attr_timeout);
 	ufs_fill_attr(&out->attr, st);
 }
 

@@ -307,6 +307,25 @@ static int join_passthrough(struct ufs_file *file)
 	return 0;
 }
 
+static bool pt_writer(const struct ufs_file *file, enum ufs_io_mode mode)
+{
+	return mode == UFS_IO_PASSTHROUGH && (file->flags & O_ACCMODE) != O_RDONLY;
+}
+
+/*
+ * One more writable passthrough open of inode (under inode->lock): from
+ * now on its attributes are replied uncacheable (ufs_attr_timeout).
+ * Returns whether it is the first, whose caller drops what the kernel
+ * cached before (ufs_attr_stale, once the lock is released).
+ */
+static bool pt_writer_add(struct ufs_inode *inode)
+{
+	uint32_t n = __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&inode->pt_writers, n + 1, __ATOMIC_RELAXED);
+	return !n;
+}
+
 static void count_open(struct ufs_req *req, uint32_t open_flags)
 {
 	struct ufs_stats *st = req->worker ? &req->worker->stats : NULL;
@@ -333,6 +352,7 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	struct ufs_inode *inode = file->inode;
 	enum ufs_pt_refusal why = UFS_PT_REFUSED_COUNT;
 	enum ufs_io_mode mode = UFS_IO_DAEMON;
+	bool first_writer = false;
 	int ret = 0, id;
 
 	*backing_id = 0;
@@ -375,10 +395,21 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 		inode->io_opens++;
 		file->io_mode = mode;
 		*backing_id = mode == UFS_IO_PASSTHROUGH ? inode->backing_id : 0;
+		if (pt_writer(file, mode))
+			first_writer = pt_writer_add(inode);
 	}
 	pthread_mutex_unlock(&inode->lock);
 	if (ret)
 		return ret;
+	/*
+	 * The attributes the kernel cached before this open (the LOOKUP's or
+	 * the open's own GETATTR, for attr_timeout) would hide what a mapping
+	 * does to the backing file: dropped.  FUSE_NOTIFY_INVAL_INODE with a
+	 * negative offset takes no inode lock (daemon.c: attr_stale), so it is
+	 * safe while the kernel waits for this OPEN's reply.
+	 */
+	if (first_writer)
+		ufs_attr_stale(fs, inode);
 	count_refusal(req, why);
 	/* Only these may go with it (iomode.c: FOPEN_PASSTHROUGH_MASK). */
 	if (mode == UFS_IO_PASSTHROUGH)
@@ -398,6 +429,10 @@ void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file)
 		return;
 	pthread_mutex_lock(&inode->lock);
 	UFS_BUG_ON(!inode->io_opens || inode->io_mode != file->io_mode);
+	if (pt_writer(file, file->io_mode)) {
+		UFS_BUG_ON(!inode->pt_writers);
+		__atomic_store_n(&inode->pt_writers, inode->pt_writers - 1, __ATOMIC_RELAXED);
+	}
 	if (!--inode->io_opens) {
 		if (inode->io_mode == UFS_IO_PASSTHROUGH)
 			close_id = inode->backing_id;
@@ -439,6 +474,8 @@ int ufs_io_path_restore(struct ufs_fs *fs, struct ufs_file *file, enum ufs_io_mo
 	if (!ret) {
 		inode->io_opens++;
 		file->io_mode = mode;
+		if (pt_writer(file, mode))
+			pt_writer_add(inode);
 	}
 	pthread_mutex_unlock(&inode->lock);
 	return ret;
