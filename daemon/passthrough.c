@@ -406,10 +406,11 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	 * the open's own GETATTR, for attr_timeout) would hide what a mapping
 	 * does to the backing file: dropped.  FUSE_NOTIFY_INVAL_INODE with a
 	 * negative offset takes no inode lock (daemon.c: attr_stale), so it is
-	 * safe while the kernel waits for this OPEN's reply.
+	 * safe while the kernel waits for this OPEN's reply.  The upcall
+	 * itself: ufs_attr_stale is a layer above.
 	 */
-	if (first_writer)
-		ufs_attr_stale(fs, inode);
+	if (first_writer && fs->attr_stale)
+		fs->attr_stale(fs->upcall_arg, inode->nodeid);
 	count_refusal(req, why);
 	/* Only these may go with it (iomode.c: FOPEN_PASSTHROUGH_MASK). */
 	if (mode == UFS_IO_PASSTHROUGH)
