@@ -316,7 +316,7 @@ static bool pt_writer(const struct ufs_file *file, enum ufs_io_mode mode)
  * One more writable passthrough open of inode (under inode->lock): from
  * now on its attributes are replied uncacheable (ufs_attr_timeout).
  * Returns whether it is the first, whose caller drops what the kernel
- * cached before (ufs_attr_stale, once the lock is released).
+ * cached before, once the lock is released (the attr_stale upcall).
  */
 static bool pt_writer_add(struct ufs_inode *inode)
 {
