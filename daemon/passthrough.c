@@ -18,7 +18,8 @@
  *  - never on a suid mount (ufs_passthrough_start);
  *  - append-only and immutable files stay on the daemon path: a passthrough
  *    mmap reaches the backing file without the VFS's IS_APPEND check
- *    (mm/mmap.c checks the FUSE inode, which has no such flag);
+ *    (mm/mmap.c checks the FUSE inode, which has no such flag); their
+ *    writers get FOPEN_DIRECT_IO there (append_only_writer);
  *  - files of pseudo file systems (proc, sysfs, ...) are never passed
  *    through: their files need not behave like regular files.
  */
@@ -307,6 +308,27 @@ static int join_passthrough(struct ufs_file *file)
 	return 0;
 }
 
+/*
+ * A writer of an append-only file, on the daemon path (never passed
+ * through: first_open and join_passthrough).  Natively mmap(2) refuses it
+ * any shared mapping (EACCES, mm/mmap.c: IS_APPEND), but the FUSE inode has
+ * no S_APPEND, and pages of a shared mapping are written back at their own
+ * offsets.  FOPEN_DIRECT_IO makes the kernel refuse the shared mapping
+ * itself (ENODEV: FUSE_DIRECT_IO_ALLOW_MMAP is not negotiated) and send
+ * every write to the daemon, whose backing descriptor has O_APPEND (the
+ * backing open needs it), so each lands at the end whatever the offset.
+ */
+static bool append_only_writer(const struct ufs_file *file)
+{
+	struct statx stx;
+
+	if ((file->flags & O_ACCMODE) == O_RDONLY)
+		return false;
+	/* Unknown: the cautious answer. */
+	return statx(file->fd, "", AT_EMPTY_PATH, 0, &stx) ||
+	       (stx.stx_attributes & STATX_ATTR_APPEND);
+}
+
 static bool pt_writer(const struct ufs_file *file, enum ufs_io_mode mode)
 {
 	return mode == UFS_IO_PASSTHROUGH && (file->flags & O_ACCMODE) != O_RDONLY;
@@ -417,6 +439,9 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 		*open_flags = FOPEN_PASSTHROUGH |
 			      (*open_flags & (FOPEN_PARALLEL_DIRECT_WRITES | FOPEN_NOFLUSH));
 out:
+	if (!(*open_flags & FOPEN_PASSTHROUGH) && append_only_writer(file))
+		*open_flags = (*open_flags & ~(FOPEN_KEEP_CACHE | FOPEN_IO_URING_ZERO_COPY)) |
+			      FOPEN_DIRECT_IO;
 	count_open(req, *open_flags);
 	return 0;
 }

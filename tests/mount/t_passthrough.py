@@ -11,6 +11,7 @@ as by opens_passthrough.
 
 import contextlib
 import errno
+import fcntl
 import mmap
 import os
 import shutil
@@ -218,6 +219,59 @@ def append_only_and_mixed():
                 subprocess.run(['chattr', '-a', f'{m.src}/b'])
         finally:
             subprocess.run(['chattr', '-a', f'{m.src}/a'])
+
+
+def append_only_writer(path):
+    """What a writer of an append-only file can do: a shared mapping (refused
+    natively, EACCES), a pwrite at offset 0 and a write after F_SETFL
+    clears O_APPEND (natively EPERM); returns the outcomes."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        def shared_map():
+            with mmap.mmap(fd, 100, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mm:
+                mm[0:4] = b'OVER'
+                mm.flush()
+            return 'mapped'
+
+        mapped = ufs.outcome(shared_map)
+        os.pwrite(fd, b'tail', 0)
+        setfl = ufs.outcome(fcntl.fcntl, fd, fcntl.F_SETFL,
+                            fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)
+        os.pwrite(fd, b'more', 0)
+    finally:
+        os.close(fd)
+    return mapped, setfl
+
+
+@case(mount=False, root=True)
+def append_only_writers_overwrite_nothing():
+    """A writer of an append-only file (chattr +a) overwrites nothing, on every
+    data path: a shared mapping is refused (natively EACCES; the FUSE inode
+    has no S_APPEND, so the daemon answers such opens FOPEN_DIRECT_IO and the
+    kernel refuses it, ENODEV), and every write lands at the end, also after
+    F_SETFL took O_APPEND off (natively EPERM; the kernel does not ask the
+    daemon, whose backing descriptor keeps O_APPEND)."""
+    ufs.require_daemon('the data path is the daemon\'s')
+    with ufs.Mount() as m:
+        start = b'a' * 100
+        for d in (m.src, m.ref):
+            ufs.write_file(f'{d}/f', start)
+        try:
+            for d in (m.src, m.ref):
+                chattr('+a', f'{d}/f')
+            got = append_only_writer(f'{m.mnt}/f')
+            want = append_only_writer(f'{m.ref}/f')
+            check_eq(want, (ufs.Outcome(None, E.EACCES), ufs.Outcome(None, E.EPERM)),
+                     'natively: the shared mapping and F_SETFL refused')
+            check(got[0].err in (E.EACCES, E.ENODEV),
+                  f'a shared mapping through the mount: got {got[0]}, want EACCES or ENODEV')
+            check_eq(ufs.read_file(f'{m.src}/f'), start + b'tail' + b'more',
+                     'the backing file: every write appended, nothing overwritten')
+            check_eq(ufs.read_file(f'{m.mnt}/f'), ufs.read_file(f'{m.ref}/f'),
+                     'read through the mount, as natively')
+        finally:
+            for d in (m.src, m.ref):
+                subprocess.run(['chattr', '-a', f'{d}/f'], capture_output=True)
 
 
 @contextlib.contextmanager
