@@ -278,19 +278,40 @@ int ufs_inode_handles_init(struct ufs_fs *fs)
 	return 0;
 }
 
+static int found_in_parent(struct ufs_fs *fs, uint64_t parent, dev_t dev, ino_t ino);
+
+/*
+ * A restored inode is proven inside SOURCE once, at its first reopen, as
+ * LOOKUP proves what it finds: a record is data, and a file moved out of
+ * SOURCE while no daemon ran must not be served.  A directory by the path
+ * of its descriptor (its handle always opens a connected dentry); anything
+ * else in the directory where a name last led to it (the record keeps it),
+ * as a revived file is (found_in_parent): its handle opens a disconnected
+ * dentry once the kernel has dropped the cached one, and then its path
+ * proves nothing.  This costs a scan of that directory, once per restored
+ * file.  Without a recorded parent, the path of its descriptor decides,
+ * and a disconnected one is refused (ESTALE), the cautious answer.
+ */
+static int reopen_verify(struct ufs_fs *fs, struct ufs_inode *inode, int fd)
+{
+	uint64_t parent;
+
+	if (!__atomic_load_n(&inode->unverified, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&fs->inode_lock);
+	parent = inode->parent;
+	pthread_mutex_unlock(&fs->inode_lock);
+	if (inode->type != S_IFDIR && parent)
+		return found_in_parent(fs, parent, inode->dev, inode->ino);
+	return ufs_check_beneath_fd(fs, fd) ? -ESTALE : 0;
+}
+
 /*
  * The descriptor of a pinned inode whose fd was evicted, or of one a
- * predecessor's record restored.  A restored inode is proven inside SOURCE
- * once, at its first reopen, as LOOKUP proves what it finds: a record is
- * data, and a file moved out of SOURCE while no daemon ran must not be
- * served.  The path of its descriptor decides (ufs_check_beneath_fd): a
- * directory's handle always opens a connected dentry; a file's is
- * connected while the kernel still caches its dentry, and a disconnected
- * one cannot be proven inside (no parent is recorded for a live inode), so
- * it is refused too (ESTALE), the cautious answer.  An evicted inode of
- * this daemon was found inside by a LOOKUP and keeps working wherever it is
- * moved since, as an open file would: whether its descriptor was evicted
- * must not change what it serves.
+ * predecessor's record restored (checked by reopen_verify).  An evicted
+ * inode of this daemon was found inside by a LOOKUP and keeps working
+ * wherever it is moved since, as an open file would: whether its
+ * descriptor was evicted must not change what it serves.
  */
 static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
 {
@@ -303,8 +324,7 @@ static int inode_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
 	/* The file its handle and key name (a predecessor's record says both). */
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) || st.st_dev != inode->dev ||
 	    st.st_ino != inode->ino || (st.st_mode & S_IFMT) != inode->type ||
-	    (__atomic_load_n(&inode->unverified, __ATOMIC_RELAXED) &&
-	     ufs_check_beneath_fd(fs, fd))) {
+	    reopen_verify(fs, inode, fd)) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -368,6 +388,13 @@ static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 						 inode->mount_id, inode->handle->handle_type,
 						 inode->handle->f_handle,
 						 inode->handle->handle_bytes);
+}
+
+/* Where a name last led to it, in the record too (inode_reopen). */
+static void parent_set_locked(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t parent)
+{
+	inode->parent = parent;
+	ufs_record_node_parent(fs->record, inode->record_slot, parent);
 }
 
 /* A node id from the export records is live again: its record with it. */
@@ -605,7 +632,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
 		if (parent)
-			inode->parent = parent;
+			parent_set_locked(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		pthread_mutex_unlock(&fs->inode_lock);
@@ -632,7 +659,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
 		if (parent)
-			inode->parent = parent;
+			parent_set_locked(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
@@ -661,6 +688,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	} else {
 		fresh->nodeid = nodeid_new_locked(fs);
 		record_add(fs, fresh);
+		parent_set_locked(fs, fresh, parent);
 	}
 	table_insert_locked(fs, fresh);
 	if (fresh->handle) {
@@ -950,7 +978,7 @@ void ufs_inode_moved(struct ufs_fs *fs, dev_t dev, ino_t ino, uint64_t parent)
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, dev, ino);
 	if (inode)
-		inode->parent = parent;
+		parent_set_locked(fs, inode, parent);
 	pthread_mutex_unlock(&fs->inode_lock);
 }
 

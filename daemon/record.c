@@ -277,6 +277,16 @@ void ufs_record_node_set_flags(struct ufs_record *r, uint32_t slot, uint32_t fla
 		__atomic_store_n(&r->nodes[slot - 1].flags, flags, __ATOMIC_RELEASE);
 }
 
+/*
+ * Where a name last led to a live node: a successor looks a restored file
+ * up there when its handle opens a disconnected dentry (inode_reopen).
+ */
+void ufs_record_node_parent(struct ufs_record *r, uint32_t slot, uint64_t parent)
+{
+	if (kept(r) && slot)
+		__atomic_store_n(&r->nodes[slot - 1].parent, parent, __ATOMIC_RELAXED);
+}
+
 /* Forgotten by the kernel: the parent first, which a reader of the flag may trust. */
 void ufs_record_node_exported(struct ufs_record *r, uint32_t slot, uint64_t parent)
 {

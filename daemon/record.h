@@ -64,7 +64,7 @@ struct ufs_record_node {
 	uint64_t nodeid;		/* 0: free; written last, cleared first */
 	uint64_t nlookup;		/* the kernel's lookups, never fewer */
 	uint64_t dev, ino;
-	uint64_t parent;		/* exported: the directory to find it in again */
+	uint64_t parent;		/* the directory to find it in again, 0: unknown */
 	uint32_t type;			/* S_IFMT bits */
 	uint32_t flags;
 	int32_t mount_id;		/* name_to_handle_at's */
@@ -140,6 +140,7 @@ uint32_t ufs_record_node_add(struct ufs_record *r, uint64_t nodeid, uint64_t nlo
 			     const void *handle, unsigned int handle_bytes);
 void ufs_record_node_lookups(struct ufs_record *r, uint32_t slot, uint64_t nlookup);
 void ufs_record_node_set_flags(struct ufs_record *r, uint32_t slot, uint32_t flags);
+void ufs_record_node_parent(struct ufs_record *r, uint32_t slot, uint64_t parent);
 void ufs_record_node_exported(struct ufs_record *r, uint32_t slot, uint64_t parent);
 void ufs_record_node_drop(struct ufs_record *r, uint32_t slot);
 void ufs_record_next_nodeid(struct ufs_record *r, uint64_t next);
