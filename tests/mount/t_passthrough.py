@@ -251,7 +251,6 @@ def append_only_writers_overwrite_nothing():
     kernel refuses it, ENODEV), and every write lands at the end, also after
     F_SETFL took O_APPEND off (natively EPERM; the kernel does not ask the
     daemon, whose backing descriptor keeps O_APPEND)."""
-    ufs.require_daemon('the data path is the daemon\'s')
     with ufs.Mount() as m:
         start = b'a' * 100
         for d in (m.src, m.ref):
