@@ -289,8 +289,9 @@ static int found_in_parent(struct ufs_fs *fs, uint64_t parent, dev_t dev, ino_t 
  * as a revived file is (found_in_parent): its handle opens a disconnected
  * dentry once the kernel has dropped the cached one, and then its path
  * proves nothing.  This costs a scan of that directory, once per restored
- * file.  Without a recorded parent, the path of its descriptor decides,
- * and a disconnected one is refused (ESTALE), the cautious answer.
+ * file.  Not found there (moved within SOURCE, or no parent recorded), the
+ * path of its descriptor decides, and a disconnected one is refused
+ * (ESTALE), the cautious answer.
  */
 static int reopen_verify(struct ufs_fs *fs, struct ufs_inode *inode, int fd)
 {
@@ -301,8 +302,10 @@ static int reopen_verify(struct ufs_fs *fs, struct ufs_inode *inode, int fd)
 	pthread_mutex_lock(&fs->inode_lock);
 	parent = inode->parent;
 	pthread_mutex_unlock(&fs->inode_lock);
-	if (inode->type != S_IFDIR && parent)
-		return found_in_parent(fs, parent, inode->dev, inode->ino);
+	if (inode->type != S_IFDIR && parent &&
+	    !found_in_parent(fs, parent, inode->dev, inode->ino))
+		return 0;
+	/* Or a connected dentry inside: moved within SOURCE, or its directory unknown. */
 	return ufs_check_beneath_fd(fs, fd) ? -ESTALE : 0;
 }
 
