@@ -66,6 +66,7 @@ static void test_round_trip(void)
 	s3 = node_put(&a, 4, 1);
 	ok(s1 && s2 && s3 && s1 != s2 && s2 != s3, "three node slots");
 	ufs_record_node_lookups(&a, s2, 6);
+	ufs_record_node_parent(&a, s2, 4);
 	ufs_record_node_drop(&a, s1);
 	ufs_record_node_set_flags(&a, s3, UFS_RECORD_NODE_EXPORTED);
 	ufs_record_next_nodeid(&a, 5);
@@ -81,6 +82,8 @@ static void test_round_trip(void)
 	ok(b.nodes[s2 - 1].nodeid == 3 && b.nodes[s2 - 1].nlookup == 6 &&
 		   node_whole(&b.nodes[s2 - 1]),
 	   "a node with its lookups and handle");
+	ok(b.nodes[s2 - 1].parent == 4 && b.nodes[s2 - 1].flags == 0,
+	   "a live node's parent, not exported");
 	is_int(b.nodes[s3 - 1].flags, UFS_RECORD_NODE_EXPORTED, "an exported node keeps its flag");
 	ok(b.files[3].nodeid == 3 && b.files[3].gen == 9 && b.files[3].flags == O_RDWR &&
 		   b.files[3].backing_id == 17 && b.files[3].kind == UFS_RECORD_FILE,
