@@ -17,9 +17,10 @@
 
 /*
  * The slow way, for paths longer than PATH_MAX: walk ".." from fd until
- * SOURCE's root (inside) or the file system root (outside).
+ * SOURCE's root (inside) or the file system root (outside).  O(depth)
+ * system calls: used only where confine_memo.c cannot remember.
  */
-static int check_beneath_walk(struct ufs_fs *fs, int fd)
+int ufs_check_beneath_walk(struct ufs_fs *fs, int fd)
 {
 	struct stat st, up_st;
 	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
@@ -66,7 +67,7 @@ int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
 	snprintf(name, sizeof(name), "%d", fd);
 	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
 	if (n < 0 && errno == ENAMETOOLONG)
-		return check_beneath_walk(fs, fd);
+		return ufs_confine_memo_check(fs, fd);	/* confine_memo.c */
 	if (n < 0)
 		return -errno;
 	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&

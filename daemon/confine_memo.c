@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * "Still inside SOURCE" for directories too deep for /proc/self/fd's
+ * readlink (confine.c), in O(1) system calls amortized whatever the depth.
+ *
+ * The memory: a set of file handles of directories known to be inside
+ * SOURCE, closed upwards (with every directory, all its ancestors up to
+ * SOURCE's root are in the set; SOURCE's root always is).  A check of a
+ * deep directory looks its handle up; only a miss walks ".." up to the
+ * first remembered ancestor, and remembers the walked chain.
+ *
+ * What can take a directory out of SOURCE is a move of it or of one of its
+ * ancestors, and such a move's old parent is then a remembered directory
+ * (the set is closed upwards).  A fanotify group watches the whole backing
+ * file system (FAN_MARK_FILESYSTEM) for directory moves (FAN_MOVED_FROM |
+ * FAN_ONDIR, with FAN_REPORT_DFID_NAME: the old parent's handle and the
+ * name).  A move whose old parent is in the set, or a lost event (queue
+ * overflow), forgets the whole set; any other move (outside SOURCE, or from
+ * a directory inside SOURCE that no remembered one is below) cannot change
+ * what the set says, so it is ignored.
+ *
+ * No window between a rename and its event: the kernel queues the event in
+ * vfs_rename() (fsnotify_move), before rename(2) returns.  Each check
+ * drains the queue (a non-blocking read, under the lock) before it trusts
+ * the set, so a move that completed before the check began is always seen;
+ * a rename concurrent with the check may be ordered either way, as with
+ * the readlink check.  A walk that raced a move could remember a stale
+ * chain after the move's event was judged against a set without that
+ * chain: the walk keeps its chain only if no directory move at all was
+ * drained between its start and the insert (moves counter).
+ *
+ * The memory is used only where the kernel reports every change: a local
+ * file system (remote renames on NFS and the like produce no events) with
+ * file handles, on SOURCE's own mount, and a daemon allowed to watch a file
+ * system (CAP_SYS_ADMIN).  Elsewhere every deep check walks, as before,
+ * and the daemon says once why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+
+#ifndef AT_HANDLE_FID
+#define AT_HANDLE_FID 0x200	/* Linux 6.5: the handle fanotify reports */
+#endif
+
+#define MEMO_HANDLE_MAX 48	/* longer handles: no memory (walk) */
+#define MEMO_MAX_COUNT 65536	/* remembered directories; more: forget all */
+#define MEMO_MAX_DEPTH 65536
+
+struct memo_key {
+	uint32_t hash;
+	int type;
+	uint32_t len;		/* 0: an empty slot */
+	unsigned char bytes[MEMO_HANDLE_MAX];
+};
+
+struct ufs_confine_memo {
+	pthread_mutex_t lock;
+	int fan_fd;
+	int root_mnt_id;
+	int at_flags;			/* AT_HANDLE_FID, or 0 if the kernel lacks it */
+	struct memo_key root;
+	struct memo_key *slots;		/* open addressing, a power of two */
+	size_t nslots, count;
+	uint64_t moves;			/* directory moves and overflows drained */
+	uint64_t resets;
+	bool broken;			/* the watch failed: remember nothing more */
+	char events[8192] __attribute__((aligned(8)));
+};
+
+static uint32_t key_hash(int type, const unsigned char *b, uint32_t len)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)type;
+
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static int key_set(struct memo_key *k, int type, const unsigned char *b, uint32_t len)
+{
+	if (!len || len > MEMO_HANDLE_MAX)
+		return -EOVERFLOW;
+	k->type = type;
+	k->len = len;
+	memcpy(k->bytes, b, len);
+	k->hash = key_hash(type, b, len);
+	return 0;
+}
+
+static bool key_eq(const struct memo_key *a, const struct memo_key *b)
+{
+	return a->hash == b->hash && a->type == b->type && a->len == b->len &&
+	       !memcmp(a->bytes, b->bytes, a->len);
+}
+
+/* fd's handle as fanotify spells it, and its mount. */
+static int fd_key(struct ufs_confine_memo *m, int fd, struct memo_key *k, int *mnt_id)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + MEMO_HANDLE_MAX];
+	} h;
+
+	h.fh.handle_bytes = MEMO_HANDLE_MAX;
+	if (name_to_handle_at(fd, "", &h.fh, mnt_id, AT_EMPTY_PATH | m->at_flags))
+		return -errno;
+	return key_set(k, h.fh.handle_type, h.fh.f_handle, h.fh.handle_bytes);
+}
+
+static struct memo_key *slot_of(struct memo_key *slots, size_t nslots, const struct memo_key *k)
+{
+	size_t i = k->hash & (nslots - 1);
+
+	while (slots[i].len && !key_eq(&slots[i], k))
+		i = (i + 1) & (nslots - 1);
+	return &slots[i];
+}
+
+static bool find_locked(struct ufs_confine_memo *m, const struct memo_key *k)
+{
+	return slot_of(m->slots, m->nslots, k)->len != 0;
+}
+
+/* Forget every directory but SOURCE's root. */
+static void reset_locked(struct ufs_confine_memo *m)
+{
+	memset(m->slots, 0, m->nslots * sizeof(*m->slots));
+	*slot_of(m->slots, m->nslots, &m->root) = m->root;
+	m->count = 1;
+	m->resets++;
+}
+
+static int grow_locked(struct ufs_confine_memo *m, size_t want)
+{
+	size_t n = m->nslots;
+	struct memo_key *slots;
+
+	while (want * 2 > n)
+		n *= 2;
+	if (n == m->nslots)
+		return 0;
+	slots = calloc(n, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nslots; i++)
+		if (m->slots[i].len)
+			*slot_of(slots, n, &m->slots[i]) = m->slots[i];
+	free(m->slots);
+	m->slots = slots;
+	m->nslots = n;
+	return 0;
+}
+
+static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *keys, size_t n)
+{
+	if (n + 1 > MEMO_MAX_COUNT)
+		return;
+	if (m->count + n > MEMO_MAX_COUNT)
+		reset_locked(m);
+	if (grow_locked(m, m->count + n))
+		return;	/* nothing inserted: the set stays closed upwards */
+	for (size_t i = 0; i < n; i++) {
+		struct memo_key *s = slot_of(m->slots, m->nslots, &keys[i]);
+
+		if (!s->len) {
+			*s = keys[i];
+			m->count++;
+		}
+	}
+}
+
+/* Does this event forget the set?  Only a move out of a remembered directory. */
+static void judge_event_locked(struct ufs_confine_memo *m, const struct fanotify_event_metadata *ev)
+{
+	const char *p = (const char *)ev + ev->metadata_len, *end = (const char *)ev + ev->event_len;
+
+	if (!(ev->mask & FAN_Q_OVERFLOW) && !(ev->mask & FAN_ONDIR))
+		return;	/* a file moved: no directory left anything */
+	m->moves++;
+	while (!(ev->mask & FAN_Q_OVERFLOW) && p + sizeof(struct fanotify_event_info_header) <= end) {
+		const struct fanotify_event_info_header *hdr = (const void *)p;
+		const struct fanotify_event_info_fid *fid = (const void *)p;
+		struct file_handle fh;
+		struct memo_key k;
+
+		if (hdr->len < sizeof(*hdr) || p + hdr->len > end)
+			break;
+		if ((hdr->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+		     hdr->info_type == FAN_EVENT_INFO_TYPE_DFID) &&
+		    hdr->len >= sizeof(*fid) + sizeof(fh)) {
+			memcpy(&fh, fid->handle, sizeof(fh));
+			if (hdr->len >= sizeof(*fid) + sizeof(fh) + fh.handle_bytes &&
+			    !key_set(&k, fh.handle_type, fid->handle + sizeof(fh), fh.handle_bytes)) {
+				if (find_locked(m, &k))
+					break;	/* the old parent is remembered: forget */
+				return;	/* moved from elsewhere: nothing remembered left */
+			}
+		}
+		p += hdr->len;
+	}
+	reset_locked(m);	/* an overflow, a remembered parent, or an event not understood */
+}
+
+/* Reads every queued event; never blocks (FAN_NONBLOCK). */
+static void drain_locked(struct ufs_confine_memo *m)
+{
+	for (;;) {
+		ssize_t n = read(m->fan_fd, m->events, sizeof(m->events));
+		const struct fanotify_event_metadata *ev = (const void *)m->events;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			/* Cannot happen: forget, and stop trusting the set. */
+			ufs_log_once(UFS_LOG_WARN, "confine: fanotify read failed (%s): walking every deep check",
+				     n < 0 ? strerror(errno) : "end of file");
+			m->moves++;
+			reset_locked(m);
+			m->broken = true;
+			return;
+		}
+		for (; FAN_EVENT_OK(ev, n); ev = FAN_EVENT_NEXT(ev, n)) {
+			if (ev->vers != FANOTIFY_METADATA_VERSION) {
+				m->moves++;
+				reset_locked(m);
+				continue;
+			}
+			judge_event_locked(m, ev);
+		}
+	}
+}
+
+/* Returns 0 if cur's walk reached a remembered directory, -ENOENT if /, 1 to give up. */
+static int walk(struct ufs_confine_memo *m, int fd, struct memo_key **chain, size_t *n)
+{
+	size_t cap = 1;
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = 1;
+	struct memo_key prev = (*chain)[0];
+
+	for (int depth = 0; cur >= 0 && depth < MEMO_MAX_DEPTH; depth++) {
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC), mnt_id;
+		struct memo_key k;
+		bool hit;
+
+		if (up < 0 || fd_key(m, up, &k, &mnt_id) || mnt_id != m->root_mnt_id) {
+			if (up >= 0)
+				close(up);
+			break;	/* another mount, or no handle: the plain walk decides */
+		}
+		close(cur);
+		cur = up;
+		if (key_eq(&k, &prev)) {
+			ret = -ENOENT;	/* the file system's root, without meeting SOURCE */
+			break;
+		}
+		pthread_mutex_lock(&m->lock);
+		hit = find_locked(m, &k);
+		pthread_mutex_unlock(&m->lock);
+		if (hit) {
+			ret = 0;
+			break;
+		}
+		if (*n == cap) {
+			struct memo_key *c;
+
+			cap = cap < 32 ? 64 : cap * 2;
+			c = realloc(*chain, cap * sizeof(*c));
+			if (!c)
+				break;
+			*chain = c;
+		}
+		(*chain)[(*n)++] = k;
+		prev = k;
+	}
+	if (cur >= 0)
+		close(cur);
+	return ret;
+}
+
+int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
+{
+	struct ufs_confine_memo *m = fs->confine_memo;
+	struct memo_key *chain;
+	uint64_t moves;
+	size_t n = 1;
+	int mnt_id, ret;
+	bool hit;
+
+	if (!m)
+		return ufs_check_beneath_walk(fs, fd);
+	chain = malloc(sizeof(*chain));
+	if (!chain || fd_key(m, fd, &chain[0], &mnt_id) || mnt_id != m->root_mnt_id) {
+		free(chain);
+		return ufs_check_beneath_walk(fs, fd);
+	}
+	pthread_mutex_lock(&m->lock);
+	drain_locked(m);
+	hit = !m->broken && find_locked(m, &chain[0]);
+	moves = m->moves;
+	pthread_mutex_unlock(&m->lock);
+	if (hit) {
+		free(chain);
+		return 0;
+	}
+	ret = walk(m, fd, &chain, &n);
+	if (!ret) {
+		pthread_mutex_lock(&m->lock);
+		drain_locked(m);
+		if (m->moves == moves && !m->broken)
+			insert_locked(m, chain, n);
+		pthread_mutex_unlock(&m->lock);
+	}
+	free(chain);
+	return ret == 1 ? ufs_check_beneath_walk(fs, fd) : ret;
+}
+
+/* Local file systems whose every rename the kernel sees (and reports). */
+static bool local_fs(int fd)
+{
+	static const long types[] = {
+		0xEF53,		/* ext2/3/4 */
+		0x58465342,	/* xfs */
+		0x9123683E,	/* btrfs */
+		0x01021994,	/* tmpfs */
+		0xF2F52010,	/* f2fs */
+		0xCA451A4E,	/* bcachefs */
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return false;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if ((long)sf.f_type == types[i])
+			return true;
+	return false;
+}
+
+static const char *memo_open(struct ufs_confine_memo *m, int root_fd)
+{
+	int mnt_id, ret;
+
+	if (!local_fs(root_fd))
+		return "the source's file system is not a known local one";
+	m->at_flags = AT_HANDLE_FID;
+	ret = fd_key(m, root_fd, &m->root, &mnt_id);
+	if (ret == -EINVAL) {
+		m->at_flags = 0;	/* before 6.5: the same handle, encoded for export */
+		ret = fd_key(m, root_fd, &m->root, &mnt_id);
+	}
+	if (ret)
+		return "the source has no file handles";
+	m->root_mnt_id = mnt_id;
+	m->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME,
+				  O_RDONLY | O_CLOEXEC);
+	if (m->fan_fd < 0)
+		return errno == EPERM ? "fanotify needs CAP_SYS_ADMIN" : "fanotify_init failed";
+	if (fanotify_mark(m->fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_MOVED_FROM | FAN_ONDIR,
+			  root_fd, ".")) {
+		close(m->fan_fd);
+		return errno == EPERM ? "a file system watch needs CAP_SYS_ADMIN" :
+					"the file system cannot be watched (fanotify_mark)";
+	}
+	return NULL;
+}
+
+/* Called once SOURCE's root is open; without the memory, deep checks walk. */
+void ufs_confine_memo_init(struct ufs_fs *fs)
+{
+	struct ufs_confine_memo *m = calloc(1, sizeof(*m));
+	const char *why = m ? NULL : "out of memory";
+
+	if (m && !(why = memo_open(m, fs->root_fd))) {
+		m->nslots = 64;
+		m->slots = calloc(m->nslots, sizeof(*m->slots));
+		if (!m->slots) {
+			close(m->fan_fd);
+			why = "out of memory";
+		}
+	}
+	if (why) {
+		ufs_log(UFS_LOG_INFO,
+			"confine: directories deeper than PATH_MAX are walked up on every check (%s)", why);
+		free(m);
+		return;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	reset_locked(m);
+	m->resets = 0;
+	fs->confine_memo = m;
+}
+
+void ufs_confine_memo_destroy(struct ufs_fs *fs)
+{
+	struct ufs_confine_memo *m = fs->confine_memo;
+
+	if (!m)
+		return;
+	fs->confine_memo = NULL;
+	close(m->fan_fd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->slots);
+	free(m);
+}
