@@ -37,6 +37,18 @@ def chain(top, depth, name, make):
     return fd
 
 
+def remove(top, name):
+    """rmtree recurses once per level: lift each level up first."""
+    path, lifted = f'{top}/{name}', f'{top}/.lifted'
+    while os.path.lexists(path):
+        if os.path.isdir(f'{path}/{name}'):
+            os.rename(f'{path}/{name}', lifted)
+            shutil.rmtree(path)
+            os.rename(lifted, path)
+        else:
+            shutil.rmtree(path)
+
+
 def ops(fd, calls, tag):
     t = time.monotonic()
     for i in range(calls):
@@ -59,9 +71,12 @@ def main():
     os.mkdir(src)
     os.mkdir(mnt)
     rows = []
+    print(f'{a.calls} mkdir+stat at depth {a.depth}, {a.name_len}-character names')
+    print(f'{"":10} {"reach depth (s)":>16} {"mkdir+stat (s)":>16}', flush=True)
     try:
         fd = chain(src, a.depth, name, True)
         rows.append(('native', 0.0, ops(fd, a.calls, 'n')))
+        print(f'{"native":10} {0.0:16.3f} {rows[-1][2]:16.3f}', flush=True)
         os.close(fd)
         for label, daemon in [('uringfs', DAEMON)] + ([('base', a.base)] if a.base else []):
             subprocess.run([daemon, src, mnt], check=True)
@@ -70,17 +85,13 @@ def main():
                 fd = chain(mnt, a.depth, name, False)
                 reach = time.monotonic() - t
                 rows.append((label, reach, ops(fd, a.calls, label[0])))
+                print(f'{label:10} {reach:16.3f} {rows[-1][2]:16.3f}', flush=True)
                 os.close(fd)
             finally:
                 subprocess.run(['fusermount3', '-u', mnt], check=True)
     finally:
-        # rmtree cannot go that deep by path: remove by descriptor
-        shutil.rmtree(src, ignore_errors=True)
+        remove(src, name)
         shutil.rmtree(work, ignore_errors=True)
-    print(f'{a.calls} mkdir+stat at depth {a.depth}, {a.name_len}-character names')
-    print(f'{"":10} {"reach depth (s)":>16} {"mkdir+stat (s)":>16}')
-    for label, reach, t in rows:
-        print(f'{label:10} {reach:16.3f} {t:16.3f}')
     return 0
 
 

@@ -15,6 +15,9 @@ covered by tests/unit/test-decode.c.
 """
 
 import contextlib
+import shutil
+import signal
+import subprocess
 import errno
 import os
 import stat
@@ -672,3 +675,108 @@ def moved_out_during_lookup():
                 got = c.join(timeout=20)
             os.rename(f'{away}/mv', f'{t.src}/mv')
             check_eq(got, 'ENOENT', f'stat of mv/{name} moved out during its lookup')
+
+
+# --- deep trees: "still inside" in O(1) system calls ----------------------
+
+DEEP = 1000                 # levels, 200-character names: far past PATH_MAX
+DEEP_NAME = 'd' * 200
+DEEP_OPS = 10
+DEEP_BOUND = 1500           # system calls for DEEP_OPS mkdir+stat; one walk
+                            # of DEEP levels alone costs 3 * DEEP or more
+
+
+def deep_fd(top, depth, make=False):
+    """A directory descriptor of top/DEEP_NAME/... depth levels down (paths
+    that long only work level by level)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        if make:
+            os.mkdir(DEEP_NAME, dir_fd=fd)
+        nfd = os.open(DEEP_NAME, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def deep_remove(top, name):
+    """Remove the chain top/name/DEEP_NAME/... without recursing as deep
+    (shutil.rmtree recurses once per level): lift each level up first."""
+    path, lifted = f'{top}/{name}', f'{top}/.lifted'
+    while os.path.lexists(path):
+        if os.path.isdir(f'{path}/{DEEP_NAME}'):
+            os.rename(f'{path}/{DEEP_NAME}', lifted)
+            shutil.rmtree(path)
+            os.rename(lifted, path)
+        else:
+            shutil.rmtree(path)
+
+
+def daemon_syscalls(m, work):
+    """System calls all the daemon's threads make while work() runs
+    (strace -c attached to each thread)."""
+    out = os.path.join(ufs.scratch_dir('strace'), 'summary')
+    cmd = ['strace', '-f', '-c', '-o', out, '-p', str(m.pid)]    # -f: every thread
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        # "Process PID attached with N threads": the case's timeout bounds the wait
+        line = p.stderr.readline()
+        check('attached' in line, f'strace did not attach to the daemon: {line!r}')
+        work()
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    with open(out) as f:
+        total = [ln.split() for ln in f if ln.split()[-1:] == ['total']]
+    check(total, f'no strace summary in {out}')
+    return int(total[-1][3])
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_costs_o1():
+    """Directories far deeper than PATH_MAX: each mkdir+stat there costs the
+    daemon a bounded number of system calls, whatever the depth (no walk of
+    ".." up to the source per request), also after directory moves that
+    cannot take anything out of the source; and a directory moved out of
+    the source at depth is out at once (ENOENT through the mount)."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    if not shutil.which('strace'):
+        raise ufs.Skip('strace is not installed: the case counts system calls with it')
+    with confined() as (m, t):
+        away = ufs.scratch_dir('away')      # outside the source, not the canary's dir
+        os.makedirs(f'{away}/x')
+        fd = -1
+        try:
+            os.close(deep_fd(t.src, DEEP, make=True))
+            fd = deep_fd(m.mnt, DEEP)
+            os.mkdir('warm', dir_fd=fd)
+
+            def ops():
+                # moves that take nothing out of the source: outside it, and
+                # within it from a directory no deep one is below
+                os.rename(f'{away}/x', f'{away}/y')
+                os.rename(f'{t.src}/sub/deeper', f'{t.src}/sub/deeper2')
+                for i in range(DEEP_OPS):
+                    os.mkdir(f'n{i}', dir_fd=fd)
+                    os.stat(f'n{i}', dir_fd=fd)
+            calls = daemon_syscalls(m, ops)
+            ufs.diag(f'{calls} daemon system calls for {DEEP_OPS} mkdir+stat at depth {DEEP}')
+            check(calls <= DEEP_BOUND, f'{calls} daemon system calls for {DEEP_OPS} mkdir+stat '
+                  f'at depth {DEEP} (bound {DEEP_BOUND}, independent of the depth)')
+
+            # move level DEEP/2 out of the source on the backing side
+            mid = deep_fd(t.src, DEEP // 2)
+            try:
+                os.rename(DEEP_NAME, f'{away}/moved', src_dir_fd=mid)
+            finally:
+                os.close(mid)
+            check_errno(E.ENOENT, lambda: os.mkdir('after', dir_fd=fd),
+                        what='mkdir at depth in a directory just moved out of the source')
+            check_errno(E.ENOENT,
+                        lambda: os.close(os.open('.', os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)),
+                        what='opening a directory at depth just moved out of the source')
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            deep_remove(away, 'moved')
+            deep_remove(t.src, DEEP_NAME)
