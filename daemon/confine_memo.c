@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,34 +180,48 @@ static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *key
 	}
 }
 
-/* Does this event forget the set?  Only a move out of a remembered directory. */
-static void judge_event_locked(struct ufs_confine_memo *m, const struct fanotify_event_metadata *ev)
+/*
+ * Does this event forget the set?  Only a move out of a remembered
+ * directory.  Events are packed without alignment (a name's length): read
+ * every field by memcpy.
+ */
+static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_t len)
 {
-	const char *p = (const char *)ev + ev->metadata_len, *end = (const char *)ev + ev->event_len;
+	struct fanotify_event_metadata meta;
+	const char *p, *end = ev + len;
 
-	if (!(ev->mask & FAN_Q_OVERFLOW) && !(ev->mask & FAN_ONDIR))
+	memcpy(&meta, ev, sizeof(meta));
+	if (meta.vers != FANOTIFY_METADATA_VERSION || meta.metadata_len < sizeof(meta)) {
+		m->moves++;
+		reset_locked(m);
+		return;
+	}
+	if (!(meta.mask & FAN_Q_OVERFLOW) && !(meta.mask & FAN_ONDIR))
 		return;	/* a file moved: no directory left anything */
 	m->moves++;
-	while (!(ev->mask & FAN_Q_OVERFLOW) && p + sizeof(struct fanotify_event_info_header) <= end) {
-		const struct fanotify_event_info_header *hdr = (const void *)p;
-		const struct fanotify_event_info_fid *fid = (const void *)p;
+	for (p = ev + meta.metadata_len; !(meta.mask & FAN_Q_OVERFLOW) &&
+	     p + sizeof(struct fanotify_event_info_header) <= end;) {
+		const size_t fid_off = offsetof(struct fanotify_event_info_fid, handle);
+		struct fanotify_event_info_header hdr;
 		struct file_handle fh;
 		struct memo_key k;
 
-		if (hdr->len < sizeof(*hdr) || p + hdr->len > end)
+		memcpy(&hdr, p, sizeof(hdr));
+		if (hdr.len < sizeof(hdr) || hdr.len > (size_t)(end - p))
 			break;
-		if ((hdr->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
-		     hdr->info_type == FAN_EVENT_INFO_TYPE_DFID) &&
-		    hdr->len >= sizeof(*fid) + sizeof(fh)) {
-			memcpy(&fh, fid->handle, sizeof(fh));
-			if (hdr->len >= sizeof(*fid) + sizeof(fh) + fh.handle_bytes &&
-			    !key_set(&k, fh.handle_type, fid->handle + sizeof(fh), fh.handle_bytes)) {
+		if ((hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+		     hdr.info_type == FAN_EVENT_INFO_TYPE_DFID) &&
+		    hdr.len >= fid_off + sizeof(fh)) {
+			memcpy(&fh, p + fid_off, sizeof(fh));
+			if (hdr.len >= fid_off + sizeof(fh) + fh.handle_bytes &&
+			    !key_set(&k, fh.handle_type,
+				     (const unsigned char *)p + fid_off + sizeof(fh), fh.handle_bytes)) {
 				if (find_locked(m, &k))
 					break;	/* the old parent is remembered: forget */
 				return;	/* moved from elsewhere: nothing remembered left */
 			}
 		}
-		p += hdr->len;
+		p += hdr.len;
 	}
 	reset_locked(m);	/* an overflow, a remembered parent, or an event not understood */
 }
@@ -216,14 +231,14 @@ static void drain_locked(struct ufs_confine_memo *m)
 {
 	for (;;) {
 		ssize_t n = read(m->fan_fd, m->events, sizeof(m->events));
-		const struct fanotify_event_metadata *ev = (const void *)m->events;
+		struct fanotify_event_metadata meta;
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			/* Cannot happen: forget, and stop trusting the set. */
+			/* Cannot happen: forget, and stop remembering. */
 			ufs_log_once(UFS_LOG_WARN, "confine: fanotify read failed (%s): walking every deep check",
 				     n < 0 ? strerror(errno) : "end of file");
 			m->moves++;
@@ -231,13 +246,14 @@ static void drain_locked(struct ufs_confine_memo *m)
 			m->broken = true;
 			return;
 		}
-		for (; FAN_EVENT_OK(ev, n); ev = FAN_EVENT_NEXT(ev, n)) {
-			if (ev->vers != FANOTIFY_METADATA_VERSION) {
+		for (size_t off = 0; off + sizeof(meta) <= (size_t)n; off += meta.event_len) {
+			memcpy(&meta, m->events + off, sizeof(meta));
+			if (meta.event_len < sizeof(meta) || meta.event_len > (size_t)n - off) {
 				m->moves++;
 				reset_locked(m);
-				continue;
+				break;
 			}
-			judge_event_locked(m, ev);
+			judge_event_locked(m, m->events + off, meta.event_len);
 		}
 	}
 }
