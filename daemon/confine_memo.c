@@ -78,6 +78,42 @@ struct ufs_confine_memo {
 	char events[8192] __attribute__((aligned(8)));
 };
 
+/*
+ * The slow way, for paths longer than PATH_MAX: walk ".." from fd until
+ * SOURCE's root (inside) or the file system root (outside).  O(depth)
+ * system calls: used only where confine_memo.c cannot remember.
+ */
+static int check_beneath_walk(struct ufs_fs *fs, int fd)
+{
+	struct stat st, up_st;
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
+
+	for (int depth = 0; cur >= 0 && depth < 65536; depth++) {
+		int up;
+
+		if (fstat(cur, &st)) {
+			ret = -errno;
+			break;
+		}
+		if (st.st_dev == fs->root->dev && st.st_ino == fs->root->ino) {
+			ret = 0;
+			break;
+		}
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &up_st) ||
+		    (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)) {
+			if (up >= 0)
+				close(up);
+			break;	/* reached / without meeting SOURCE */
+		}
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return ret;
+}
+
 static uint32_t key_hash(int type, const unsigned char *b, uint32_t len)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)type;
@@ -315,11 +351,11 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 	bool hit;
 
 	if (!m)
-		return ufs_check_beneath_walk(fs, fd);
+		return check_beneath_walk(fs, fd);
 	chain = malloc(sizeof(*chain));
 	if (!chain || fd_key(m, fd, &chain[0], &mnt_id) || mnt_id != m->root_mnt_id) {
 		free(chain);
-		return ufs_check_beneath_walk(fs, fd);
+		return check_beneath_walk(fs, fd);
 	}
 	pthread_mutex_lock(&m->lock);
 	drain_locked(m);
@@ -339,7 +375,7 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 		pthread_mutex_unlock(&m->lock);
 	}
 	free(chain);
-	return ret == 1 ? ufs_check_beneath_walk(fs, fd) : ret;
+	return ret == 1 ? check_beneath_walk(fs, fd) : ret;
 }
 
 /* Local file systems whose every rename the kernel sees (and reports). */

@@ -199,7 +199,6 @@ int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_check_in_dir(int dir_fd, dev_t dev, ino_t ino);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
-int ufs_check_beneath_walk(struct ufs_fs *fs, int fd);
 
 /* confine_memo.c: deep directories remembered inside SOURCE */
 void ufs_confine_memo_init(struct ufs_fs *fs);
