@@ -780,3 +780,39 @@ def deep_tree_costs_o1():
                 os.close(fd)
             deep_remove(away, 'moved')
             deep_remove(t.src, DEEP_NAME)
+
+
+def deep_user_session(src, mnt, away, depth):
+    """As the daemon's user: a chain of depth levels in src, a mkdir at its
+    bottom through the mount, then its middle moved to away and a mkdir
+    again.  Returns both outcomes."""
+    os.close(deep_fd(src, depth, make=True))
+    fd = deep_fd(mnt, depth)
+    try:
+        before = str(ufs.outcome(os.mkdir, 'before', dir_fd=fd))
+        mid = deep_fd(src, depth // 2)
+        try:
+            os.rename(DEEP_NAME, f'{away}/moved', src_dir_fd=mid)
+        finally:
+            os.close(mid)
+        after = str(ufs.outcome(os.mkdir, 'after', dir_fd=fd))
+    finally:
+        os.close(fd)
+    return before, after
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_without_watch():
+    """A daemon that may not watch a file system (an ordinary user's: no
+    CAP_SYS_ADMIN) says once why it walks deep directories up, and a
+    directory moved out at depth is still out at once."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    if not ufs.as_user(os.access, '/dev/fuse', os.R_OK | os.W_OK):
+        raise ufs.Skip(f'{ufs.TEST_USER} cannot open /dev/fuse (chmod 0666 /dev/fuse)')
+    with ufs.Mount(user=ufs.TEST_USER) as m:
+        got = ufs.as_user(deep_user_session, m.src, m.mnt, m.tmp, 60, timeout=60)
+        check_eq(got[0], 'None', 'mkdir at depth 60 through the mount')
+        check_eq(got[1], 'ENOENT', 'mkdir at depth in a directory just moved out of the source')
+        text = m.log_text()
+        check_eq(text.count('confine: directories deeper than PATH_MAX are walked up'), 1,
+                 'the daemon says once that it walks deep directories: ' + m.log_tail())
