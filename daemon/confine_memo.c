@@ -433,6 +433,10 @@ void ufs_confine_memo_init(struct ufs_fs *fs)
 	struct ufs_confine_memo *m = calloc(1, sizeof(*m));
 	const char *why = m ? NULL : "out of memory";
 
+	if (fs->root_path_len == 1) {
+		free(m);
+		return;	/* SOURCE is /: nothing is outside (confine.c) */
+	}
 	if (m && !(why = memo_open(m, fs->root_fd))) {
 		m->nslots = 64;
 		m->slots = calloc(m->nslots, sizeof(*m->slots));
