@@ -10,14 +10,17 @@
  * first remembered ancestor, and remembers the walked chain.
  *
  * What can take a directory out of SOURCE is a move of it or of one of its
- * ancestors, and such a move's old parent is then a remembered directory
- * (the set is closed upwards).  A fanotify group watches the whole backing
- * file system (FAN_MARK_FILESYSTEM) for directory moves (FAN_MOVED_FROM |
- * FAN_ONDIR, with FAN_REPORT_DFID_NAME: the old parent's handle and the
- * name).  A move whose old parent is in the set, or a lost event (queue
- * overflow), forgets the whole set; any other move (outside SOURCE, or from
- * a directory inside SOURCE that no remembered one is below) cannot change
- * what the set says, so it is ignored.
+ * ancestors, and that moved directory is then remembered too (the set is
+ * closed upwards), as is its old parent.  A fanotify group watches the
+ * whole backing file system (FAN_MARK_FILESYSTEM) for directory moves
+ * (FAN_MOVED_FROM | FAN_ONDIR, with FAN_REPORT_DFID_NAME_TARGET: the old
+ * parent's handle, the name and the moved directory's handle; before 5.17
+ * FAN_REPORT_DFID_NAME, without the last).  A move of a remembered
+ * directory (without its handle: a move out of a remembered directory), or
+ * a lost event (queue overflow), forgets the whole set; any other move
+ * (outside SOURCE, or of a directory inside SOURCE that no remembered one
+ * is below) cannot change what the set says, so it is ignored.  Moves into
+ * SOURCE make nothing wrong either: the set says only "inside".
  *
  * No window between a rename and its event: the kernel queues the event in
  * vfs_rename() (fsnotify_move), before rename(2) returns.  Each check
@@ -217,13 +220,16 @@ static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *key
 }
 
 /*
- * Does this event forget the set?  Only a move out of a remembered
- * directory.  Events are packed without alignment (a name's length): read
- * every field by memcpy.
+ * Does this event forget the set?  Only a move of a remembered directory
+ * (the moved one's handle: FAN_REPORT_TARGET_FID), or, where the kernel
+ * cannot name it, a move out of a remembered directory (the old parent's).
+ * Events are packed without alignment (a name's length): read every field
+ * by memcpy.
  */
 static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_t len)
 {
 	struct fanotify_event_metadata meta;
+	struct memo_key moved = { 0 }, parent = { 0 };
 	const char *p, *end = ev + len;
 
 	memcpy(&meta, ev, sizeof(meta));
@@ -235,31 +241,40 @@ static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_
 	if (!(meta.mask & FAN_Q_OVERFLOW) && !(meta.mask & FAN_ONDIR))
 		return;	/* a file moved: no directory left anything */
 	m->moves++;
-	for (p = ev + meta.metadata_len; !(meta.mask & FAN_Q_OVERFLOW) &&
-	     p + sizeof(struct fanotify_event_info_header) <= end;) {
+	for (p = ev + meta.metadata_len; p + sizeof(struct fanotify_event_info_header) <= end;) {
 		const size_t fid_off = offsetof(struct fanotify_event_info_fid, handle);
 		struct fanotify_event_info_header hdr;
 		struct file_handle fh;
-		struct memo_key k;
+		struct memo_key *k;
 
 		memcpy(&hdr, p, sizeof(hdr));
 		if (hdr.len < sizeof(hdr) || hdr.len > (size_t)(end - p))
 			break;
-		if ((hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
-		     hdr.info_type == FAN_EVENT_INFO_TYPE_DFID) &&
-		    hdr.len >= fid_off + sizeof(fh)) {
+		k = NULL;
+		if (hdr.info_type == FAN_EVENT_INFO_TYPE_FID)
+			k = &moved;
+		else if (hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+			 hdr.info_type == FAN_EVENT_INFO_TYPE_DFID)
+			k = &parent;
+		if (k && hdr.len >= fid_off + sizeof(fh)) {
 			memcpy(&fh, p + fid_off, sizeof(fh));
-			if (hdr.len >= fid_off + sizeof(fh) + fh.handle_bytes &&
-			    !key_set(&k, fh.handle_type,
-				     (const unsigned char *)p + fid_off + sizeof(fh), fh.handle_bytes)) {
-				if (find_locked(m, &k))
-					break;	/* the old parent is remembered: forget */
-				return;	/* moved from elsewhere: nothing remembered left */
-			}
+			if (hdr.len >= fid_off + sizeof(fh) + fh.handle_bytes)
+				key_set(k, fh.handle_type,
+					(const unsigned char *)p + fid_off + sizeof(fh), fh.handle_bytes);
 		}
 		p += hdr.len;
 	}
-	reset_locked(m);	/* an overflow, a remembered parent, or an event not understood */
+	/*
+	 * A move takes a remembered directory out only by moving it or an
+	 * ancestor, which is then remembered too (closed upwards), and its old
+	 * parent as well.  Anything not understood (an overflow, a handle too
+	 * long, no record) forgets.
+	 */
+	if (!(meta.mask & FAN_Q_OVERFLOW) && moved.len && !find_locked(m, &moved))
+		return;
+	if (!(meta.mask & FAN_Q_OVERFLOW) && !moved.len && parent.len && !find_locked(m, &parent))
+		return;
+	reset_locked(m);
 }
 
 /* Reads every queued event; never blocks (FAN_NONBLOCK). */
@@ -414,8 +429,14 @@ static const char *memo_open(struct ufs_confine_memo *m, int root_fd)
 	if (ret)
 		return "the source has no file handles";
 	m->root_mnt_id = mnt_id;
-	m->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME,
+	/* The moved directory's own handle too, where the kernel has it (5.17). */
+	m->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
+					  FAN_REPORT_DFID_NAME_TARGET,
 				  O_RDONLY | O_CLOEXEC);
+	if (m->fan_fd < 0 && errno == EINVAL)
+		m->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
+						  FAN_REPORT_DFID_NAME,
+					  O_RDONLY | O_CLOEXEC);
 	if (m->fan_fd < 0)
 		return errno == EPERM ? "fanotify needs CAP_SYS_ADMIN" : "fanotify_init failed";
 	if (fanotify_mark(m->fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_MOVED_FROM | FAN_ONDIR,

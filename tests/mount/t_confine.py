@@ -756,9 +756,12 @@ def deep_tree_costs_o1():
 
             def ops():
                 # moves that take nothing out of the source: outside it, and
-                # within it from a directory no deep one is below
+                # within it of directories no deep one is below (one of them
+                # from the source's root, which every deep one is below)
                 os.rename(f'{away}/x', f'{away}/y')
                 os.rename(f'{t.src}/sub/deeper', f'{t.src}/sub/deeper2')
+                os.rename(f'{t.src}/sub', f'{t.src}/sub2')
+                os.rename(f'{t.src}/sub2', f'{t.src}/sub')
                 for i in range(DEEP_OPS):
                     os.mkdir(f'n{i}', dir_fd=fd)
                     os.stat(f'n{i}', dir_fd=fd)
