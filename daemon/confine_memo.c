@@ -29,8 +29,9 @@
  * a rename concurrent with the check may be ordered either way, as with
  * the readlink check.  A walk that raced a move could remember a stale
  * chain after the move's event was judged against a set without that
- * chain: the walk keeps its chain only if no directory move at all was
- * drained between its start and the insert (moves counter).
+ * chain: the walk keeps its chain only if the set was not forgotten
+ * meanwhile and none of the moves drained meanwhile (the last
+ * MEMO_RECENT are kept) moved a directory of the chain.
  *
  * The memory is used only where the kernel reports every change: a local
  * file system (remote renames on NFS and the like produce no events) with
@@ -59,6 +60,7 @@
 #define MEMO_HANDLE_MAX 48	/* longer handles: no memory (walk) */
 #define MEMO_MAX_COUNT 65536	/* remembered directories; more: forget all */
 #define MEMO_MAX_DEPTH 65536
+#define MEMO_RECENT 64		/* moves a walk may see and still remember */
 
 struct memo_key {
 	uint32_t hash;
@@ -77,6 +79,8 @@ struct ufs_confine_memo {
 	size_t nslots, count;
 	uint64_t moves;			/* directory moves and overflows drained */
 	uint64_t resets;
+	/* the last MEMO_RECENT moves: what moved (or its old parent), len 0: unknown */
+	struct memo_key recent[MEMO_RECENT];
 	bool broken;			/* the watch failed: remember nothing more */
 	char events[8192] __attribute__((aligned(8)));
 };
@@ -219,6 +223,15 @@ static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *key
 	}
 }
 
+/* Counts a directory move, and keeps what moved for the walks running. */
+static void note_move_locked(struct ufs_confine_memo *m, const struct memo_key *what)
+{
+	static const struct memo_key unknown;
+
+	m->recent[m->moves % MEMO_RECENT] = what ? *what : unknown;
+	m->moves++;
+}
+
 /*
  * Does this event forget the set?  Only a move of a remembered directory
  * (the moved one's handle: FAN_REPORT_TARGET_FID), or, where the kernel
@@ -234,13 +247,12 @@ static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_
 
 	memcpy(&meta, ev, sizeof(meta));
 	if (meta.vers != FANOTIFY_METADATA_VERSION || meta.metadata_len < sizeof(meta)) {
-		m->moves++;
+		note_move_locked(m, NULL);
 		reset_locked(m);
 		return;
 	}
 	if (!(meta.mask & FAN_Q_OVERFLOW) && !(meta.mask & FAN_ONDIR))
 		return;	/* a file moved: no directory left anything */
-	m->moves++;
 	for (p = ev + meta.metadata_len; p + sizeof(struct fanotify_event_info_header) <= end;) {
 		const size_t fid_off = offsetof(struct fanotify_event_info_fid, handle);
 		struct fanotify_event_info_header hdr;
@@ -270,6 +282,10 @@ static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_
 	 * parent as well.  Anything not understood (an overflow, a handle too
 	 * long, no record) forgets.
 	 */
+	if (meta.mask & FAN_Q_OVERFLOW)
+		note_move_locked(m, NULL);
+	else
+		note_move_locked(m, moved.len ? &moved : parent.len ? &parent : NULL);
 	if (!(meta.mask & FAN_Q_OVERFLOW) && moved.len && !find_locked(m, &moved))
 		return;
 	if (!(meta.mask & FAN_Q_OVERFLOW) && !moved.len && parent.len && !find_locked(m, &parent))
@@ -292,7 +308,7 @@ static void drain_locked(struct ufs_confine_memo *m)
 			/* Cannot happen: forget, and stop remembering. */
 			ufs_log_once(UFS_LOG_WARN, "confine: fanotify read failed (%s): walking every deep check",
 				     n < 0 ? strerror(errno) : "end of file");
-			m->moves++;
+			note_move_locked(m, NULL);
 			reset_locked(m);
 			m->broken = true;
 			return;
@@ -300,13 +316,38 @@ static void drain_locked(struct ufs_confine_memo *m)
 		for (size_t off = 0; off + sizeof(meta) <= (size_t)n; off += meta.event_len) {
 			memcpy(&meta, m->events + off, sizeof(meta));
 			if (meta.event_len < sizeof(meta) || meta.event_len > (size_t)n - off) {
-				m->moves++;
+				note_move_locked(m, NULL);
 				reset_locked(m);
 				break;
 			}
 			judge_event_locked(m, m->events + off, meta.event_len);
 		}
 	}
+}
+
+/*
+ * May a walk that started at (moves, resets) remember its chain?  Not if
+ * the set was forgotten meanwhile (its top's ancestors may be gone), nor
+ * if a move drained meanwhile named a directory of the chain (or could
+ * have: unknown, or too many to tell): its event was judged against a set
+ * without the chain.  Any other move cannot have changed the chain's
+ * ancestry: its directory is neither in the chain nor remembered.
+ */
+static bool may_remember_locked(struct ufs_confine_memo *m, uint64_t moves, uint64_t resets,
+				const struct memo_key *chain, size_t n)
+{
+	if (m->broken || m->resets != resets || m->moves - moves > MEMO_RECENT)
+		return false;
+	for (uint64_t i = moves; i < m->moves; i++) {
+		const struct memo_key *r = &m->recent[i % MEMO_RECENT];
+
+		if (!r->len)
+			return false;
+		for (size_t j = 0; j < n; j++)
+			if (key_eq(r, &chain[j]))
+				return false;
+	}
+	return true;
 }
 
 /* Returns 0 if cur's walk reached a remembered directory, -ENOENT if /, 1 to give up. */
@@ -360,7 +401,7 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 {
 	struct ufs_confine_memo *m = fs->confine_memo;
 	struct memo_key *chain;
-	uint64_t moves;
+	uint64_t moves, resets;
 	size_t n = 1;
 	int mnt_id, ret;
 	bool hit;
@@ -376,6 +417,7 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 	drain_locked(m);
 	hit = !m->broken && find_locked(m, &chain[0]);
 	moves = m->moves;
+	resets = m->resets;
 	pthread_mutex_unlock(&m->lock);
 	if (hit) {
 		free(chain);
@@ -385,7 +427,7 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 	if (!ret) {
 		pthread_mutex_lock(&m->lock);
 		drain_locked(m);
-		if (m->moves == moves && !m->broken)
+		if (may_remember_locked(m, moves, resets, chain, n))
 			insert_locked(m, chain, n);
 		pthread_mutex_unlock(&m->lock);
 	}
