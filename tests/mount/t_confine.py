@@ -822,3 +822,63 @@ def deep_tree_without_watch():
         text = m.log_text()
         check_eq(text.count('confine: directories deeper than PATH_MAX are walked up'), 1,
                  'the daemon says once that it walks deep directories: ' + m.log_tail())
+
+
+def deep_churn(chan, mnt, src, depth, rounds):
+    """Child: while the parent moves directories, keep the daemon walking
+    and remembering: new directories at the bottom of chain B (through the
+    mount), and B's own middle level moved away and back on the backing
+    side, checking each time that B's bottom is out, then in again."""
+    fd = deep_fd(f'{mnt}/b', depth)
+    mid = deep_fd(f'{src}/b', depth // 2)
+    bad = []
+    chan.send('started')
+    try:
+        for i in range(rounds):
+            got = str(ufs.outcome(os.mkdir, f'c{i}', dir_fd=fd))
+            if got != 'None':
+                bad.append(f'mkdir c{i} in B: {got}')
+            os.rename(DEEP_NAME, f'{src}/../b-away', src_dir_fd=mid)
+            got = str(ufs.outcome(os.mkdir, f'x{i}', dir_fd=fd))
+            if got != 'ENOENT':
+                bad.append(f'mkdir x{i} in B moved out: {got}')
+            os.rename(f'{src}/../b-away', DEEP_NAME, dst_dir_fd=mid)
+    finally:
+        os.close(mid)
+        os.close(fd)
+    return bad
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_moves_race():
+    """Two chains past PATH_MAX; each has its middle moved out of the source
+    and back, over and over, by two processes at once, while the daemon
+    walks and remembers: every request right after a move out is ENOENT,
+    every one after the move back succeeds (no stale memory, no window)."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    depth, rounds = 100, 40
+    with confined() as (m, t):
+        for chain in ('a', 'b'):
+            os.mkdir(f'{t.src}/{chain}')
+            os.close(deep_fd(f'{t.src}/{chain}', depth, make=True))
+        away = ufs.scratch_dir('away')
+        fd = deep_fd(f'{m.mnt}/a', depth)
+        mid = deep_fd(f'{t.src}/a', depth // 2)
+        bad = []
+        try:
+            with ufs.Child(deep_churn, m.mnt, t.src, depth, rounds) as c:
+                c.recv()
+                for i in range(rounds):
+                    os.rename(DEEP_NAME, f'{away}/a', src_dir_fd=mid)
+                    got = str(ufs.outcome(os.mkdir, f'x{i}', dir_fd=fd))
+                    if got != 'ENOENT':
+                        bad.append(f'mkdir x{i} in A moved out: {got}')
+                    os.rename(f'{away}/a', DEEP_NAME, dst_dir_fd=mid)
+                    got = str(ufs.outcome(os.mkdir, f'c{i}', dir_fd=fd))
+                    if got != 'None':
+                        bad.append(f'mkdir c{i} in A moved back: {got}')
+                bad += c.join(timeout=90)
+        finally:
+            os.close(mid)
+            os.close(fd)
+        check_eq(bad[:5], [], 'requests at depth around directory moves')
