@@ -178,7 +178,15 @@ static bool find_locked(struct ufs_confine_memo *m, const struct memo_key *k)
 /* Forget every directory but SOURCE's root. */
 static void reset_locked(struct ufs_confine_memo *m)
 {
-	memset(m->slots, 0, m->nslots * sizeof(*m->slots));
+	struct memo_key *small = m->nslots > 1024 ? calloc(64, sizeof(*small)) : NULL;
+
+	if (small) {	/* start small again rather than clear megabytes */
+		free(m->slots);
+		m->slots = small;
+		m->nslots = 64;
+	} else {
+		memset(m->slots, 0, m->nslots * sizeof(*m->slots));
+	}
 	*slot_of(m->slots, m->nslots, &m->root) = m->root;
 	m->count = 1;
 	m->resets++;
