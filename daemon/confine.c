@@ -16,41 +16,6 @@
 #include "log.h"
 
 /*
- * The slow way, for paths longer than PATH_MAX: walk ".." from fd until
- * SOURCE's root (inside) or the file system root (outside).
- */
-static int check_beneath_walk(struct ufs_fs *fs, int fd)
-{
-	struct stat st, up_st;
-	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
-
-	for (int depth = 0; cur >= 0 && depth < 65536; depth++) {
-		int up;
-
-		if (fstat(cur, &st)) {
-			ret = -errno;
-			break;
-		}
-		if (st.st_dev == fs->root->dev && st.st_ino == fs->root->ino) {
-			ret = 0;
-			break;
-		}
-		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (up < 0 || fstat(up, &up_st) ||
-		    (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)) {
-			if (up >= 0)
-				close(up);
-			break;	/* reached / without meeting SOURCE */
-		}
-		close(cur);
-		cur = up;
-	}
-	if (cur >= 0)
-		close(cur);
-	return ret;
-}
-
-/*
  * Is the object behind fd inside SOURCE?  A directory renamed out of SOURCE
  * on the backing file system keeps its descriptor, so a lookup through it
  * would reach outside.  The kernel's own spelling of the descriptor's path
@@ -66,7 +31,7 @@ int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
 	snprintf(name, sizeof(name), "%d", fd);
 	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
 	if (n < 0 && errno == ENAMETOOLONG)
-		return check_beneath_walk(fs, fd);
+		return ufs_confine_memo_check(fs, fd);	/* confine_memo.c */
 	if (n < 0)
 		return -errno;
 	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&

@@ -74,6 +74,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 		close(fs->proc_fd);
 		return ret;
 	}
+	ufs_confine_memo_init(fs);
 	ufs_interrupts_init(&fs->interrupts);
 	ufs_waits_init(&fs->waits, &fs->interrupts);
 	ufs_copies_init(&fs->copies, &fs->interrupts);
@@ -115,6 +116,7 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	fs->dev_fd = -1;
 	ufs_file_table_destroy(fs);
 	ufs_inode_table_destroy(fs);
+	ufs_confine_memo_destroy(fs);
 	close(fs->proc_fd);
 }
 

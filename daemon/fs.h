@@ -120,6 +120,7 @@ struct ufs_fs {
 	int proc_fd;			/* /proc/self/fd */
 	char root_path[PATH_MAX];	/* as the kernel spells it, for check_beneath */
 	size_t root_path_len;
+	struct ufs_confine_memo *confine_memo;	/* or NULL: deep checks walk */
 	bool running_as_root;
 	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
 	bool suid;			/* the mount honours set-id bits at exec */
@@ -205,6 +206,11 @@ int ufs_check_beneath_fd(struct ufs_fs *fs, int fd);
 int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_check_in_dir(int dir_fd, dev_t dev, ino_t ino);
 int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode);
+
+/* confine_memo.c: deep directories remembered inside SOURCE */
+void ufs_confine_memo_init(struct ufs_fs *fs);
+void ufs_confine_memo_destroy(struct ufs_fs *fs);
+int ufs_confine_memo_check(struct ufs_fs *fs, int fd);
 
 struct ufs_inode *ufs_inode_revive(struct ufs_fs *fs, uint64_t nodeid);
 int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_node *n);

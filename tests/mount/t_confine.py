@@ -15,6 +15,9 @@ covered by tests/unit/test-decode.c.
 """
 
 import contextlib
+import shutil
+import signal
+import subprocess
 import errno
 import os
 import stat
@@ -672,3 +675,210 @@ def moved_out_during_lookup():
                 got = c.join(timeout=20)
             os.rename(f'{away}/mv', f'{t.src}/mv')
             check_eq(got, 'ENOENT', f'stat of mv/{name} moved out during its lookup')
+
+
+# --- deep trees: "still inside" in O(1) system calls ----------------------
+
+DEEP = 1000                 # levels, 200-character names: far past PATH_MAX
+DEEP_NAME = 'd' * 200
+DEEP_OPS = 10
+DEEP_BOUND = 1500           # system calls for DEEP_OPS mkdir+stat; one walk
+                            # of DEEP levels alone costs 3 * DEEP or more
+
+
+def deep_fd(top, depth, make=False):
+    """A directory descriptor of top/DEEP_NAME/... depth levels down (paths
+    that long only work level by level)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        if make:
+            os.mkdir(DEEP_NAME, dir_fd=fd)
+        nfd = os.open(DEEP_NAME, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def deep_remove(top, name):
+    """Remove the chain top/name/DEEP_NAME/... without recursing as deep
+    (shutil.rmtree recurses once per level): lift each level up first."""
+    path, lifted = f'{top}/{name}', f'{top}/.lifted'
+    while os.path.lexists(path):
+        if os.path.isdir(f'{path}/{DEEP_NAME}'):
+            os.rename(f'{path}/{DEEP_NAME}', lifted)
+            shutil.rmtree(path)
+            os.rename(lifted, path)
+        else:
+            shutil.rmtree(path)
+
+
+def daemon_syscalls(m, work):
+    """System calls all the daemon's threads make while work() runs
+    (strace -c attached to each thread)."""
+    out = os.path.join(ufs.scratch_dir('strace'), 'summary')
+    cmd = ['strace', '-f', '-c', '-o', out, '-p', str(m.pid)]    # -f: every thread
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        # "Process PID attached with N threads": the case's timeout bounds the wait
+        line = p.stderr.readline()
+        check('attached' in line, f'strace did not attach to the daemon: {line!r}')
+        work()
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    with open(out) as f:
+        total = [ln.split() for ln in f if ln.split()[-1:] == ['total']]
+    check(total, f'no strace summary in {out}')
+    return int(total[-1][3])
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_costs_o1():
+    """Directories far deeper than PATH_MAX: each mkdir+stat there costs the
+    daemon a bounded number of system calls, whatever the depth (no walk of
+    ".." up to the source per request), also after directory moves that
+    cannot take anything out of the source; and a directory moved out of
+    the source at depth is out at once (ENOENT through the mount)."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    if not shutil.which('strace'):
+        raise ufs.Skip('strace is not installed: the case counts system calls with it')
+    with confined() as (m, t):
+        off = [ln for ln in m.log_text().splitlines() if 'walked up on every check' in ln]
+        if off:     # not a local file system with file handles (confine_memo.c)
+            raise ufs.Skip(f'the daemon cannot remember deep directories here: {off[0]}')
+        away = ufs.scratch_dir('away')      # outside the source, not the canary's dir
+        os.makedirs(f'{away}/x')
+        fd = -1
+        try:
+            os.close(deep_fd(t.src, DEEP, make=True))
+            fd = deep_fd(m.mnt, DEEP)
+            os.mkdir('warm', dir_fd=fd)
+
+            def ops():
+                # moves that take nothing out of the source: outside it, and
+                # within it of directories no deep one is below (one of them
+                # from the source's root, which every deep one is below)
+                os.rename(f'{away}/x', f'{away}/y')
+                os.rename(f'{t.src}/sub/deeper', f'{t.src}/sub/deeper2')
+                os.rename(f'{t.src}/sub', f'{t.src}/sub2')
+                os.rename(f'{t.src}/sub2', f'{t.src}/sub')
+                for i in range(DEEP_OPS):
+                    os.mkdir(f'n{i}', dir_fd=fd)
+                    os.stat(f'n{i}', dir_fd=fd)
+            calls = daemon_syscalls(m, ops)
+            ufs.diag(f'{calls} daemon system calls for {DEEP_OPS} mkdir+stat at depth {DEEP}')
+            check(calls <= DEEP_BOUND, f'{calls} daemon system calls for {DEEP_OPS} mkdir+stat '
+                  f'at depth {DEEP} (bound {DEEP_BOUND}, independent of the depth)')
+
+            # move level DEEP/2 out of the source on the backing side
+            mid = deep_fd(t.src, DEEP // 2)
+            try:
+                os.rename(DEEP_NAME, f'{away}/moved', src_dir_fd=mid)
+            finally:
+                os.close(mid)
+            check_errno(E.ENOENT, lambda: os.mkdir('after', dir_fd=fd),
+                        what='mkdir at depth in a directory just moved out of the source')
+            check_errno(E.ENOENT,
+                        lambda: os.close(os.open('.', os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)),
+                        what='opening a directory at depth just moved out of the source')
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            deep_remove(away, 'moved')
+            deep_remove(t.src, DEEP_NAME)
+
+
+def deep_user_session(src, mnt, away, depth):
+    """As the daemon's user: a chain of depth levels in src, a mkdir at its
+    bottom through the mount, then its middle moved to away and a mkdir
+    again.  Returns both outcomes."""
+    os.close(deep_fd(src, depth, make=True))
+    fd = deep_fd(mnt, depth)
+    try:
+        before = str(ufs.outcome(os.mkdir, 'before', dir_fd=fd))
+        mid = deep_fd(src, depth // 2)
+        try:
+            os.rename(DEEP_NAME, f'{away}/moved', src_dir_fd=mid)
+        finally:
+            os.close(mid)
+        after = str(ufs.outcome(os.mkdir, 'after', dir_fd=fd))
+    finally:
+        os.close(fd)
+    return before, after
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_without_watch():
+    """A daemon that may not watch a file system (an ordinary user's: no
+    CAP_SYS_ADMIN) says once why it walks deep directories up, and a
+    directory moved out at depth is still out at once."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    if not ufs.as_user(os.access, '/dev/fuse', os.R_OK | os.W_OK):
+        raise ufs.Skip(f'{ufs.TEST_USER} cannot open /dev/fuse (chmod 0666 /dev/fuse)')
+    with ufs.Mount(user=ufs.TEST_USER) as m:
+        got = ufs.as_user(deep_user_session, m.src, m.mnt, m.tmp, 60, timeout=60)
+        check_eq(got[0], 'None', 'mkdir at depth 60 through the mount')
+        check_eq(got[1], 'ENOENT', 'mkdir at depth in a directory just moved out of the source')
+        text = m.log_text()
+        check_eq(text.count('confine: directories deeper than PATH_MAX are walked up'), 1,
+                 'the daemon says once that it walks deep directories: ' + m.log_tail())
+
+
+def deep_churn(chan, mnt, src, depth, rounds):
+    """Child: while the parent moves directories, keep the daemon walking
+    and remembering: new directories at the bottom of chain B (through the
+    mount), and B's own middle level moved away and back on the backing
+    side, checking each time that B's bottom is out, then in again."""
+    fd = deep_fd(f'{mnt}/b', depth)
+    mid = deep_fd(f'{src}/b', depth // 2)
+    bad = []
+    chan.send('started')
+    try:
+        for i in range(rounds):
+            got = str(ufs.outcome(os.mkdir, f'c{i}', dir_fd=fd))
+            if got != 'None':
+                bad.append(f'mkdir c{i} in B: {got}')
+            os.rename(DEEP_NAME, f'{src}/../b-away', src_dir_fd=mid)
+            got = str(ufs.outcome(os.mkdir, f'x{i}', dir_fd=fd))
+            if got != 'ENOENT':
+                bad.append(f'mkdir x{i} in B moved out: {got}')
+            os.rename(f'{src}/../b-away', DEEP_NAME, dst_dir_fd=mid)
+    finally:
+        os.close(mid)
+        os.close(fd)
+    return bad
+
+
+@case(root=True, mount=False, timeout=120)
+def deep_tree_moves_race():
+    """Two chains past PATH_MAX; each has its middle moved out of the source
+    and back, over and over, by two processes at once, while the daemon
+    walks and remembers: every request right after a move out is ENOENT,
+    every one after the move back succeeds (no stale memory, no window)."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    depth, rounds = 100, 40
+    with confined() as (m, t):
+        for chain in ('a', 'b'):
+            os.mkdir(f'{t.src}/{chain}')
+            os.close(deep_fd(f'{t.src}/{chain}', depth, make=True))
+        away = ufs.scratch_dir('away')
+        fd = deep_fd(f'{m.mnt}/a', depth)
+        mid = deep_fd(f'{t.src}/a', depth // 2)
+        bad = []
+        try:
+            with ufs.Child(deep_churn, m.mnt, t.src, depth, rounds) as c:
+                c.recv()
+                for i in range(rounds):
+                    os.rename(DEEP_NAME, f'{away}/a', src_dir_fd=mid)
+                    got = str(ufs.outcome(os.mkdir, f'x{i}', dir_fd=fd))
+                    if got != 'ENOENT':
+                        bad.append(f'mkdir x{i} in A moved out: {got}')
+                    os.rename(f'{away}/a', DEEP_NAME, dst_dir_fd=mid)
+                    got = str(ufs.outcome(os.mkdir, f'c{i}', dir_fd=fd))
+                    if got != 'None':
+                        bad.append(f'mkdir c{i} in A moved back: {got}')
+                bad += c.join(timeout=90)
+        finally:
+            os.close(mid)
+            os.close(fd)
+        check_eq(bad[:5], [], 'requests at depth around directory moves')
