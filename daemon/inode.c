@@ -6,7 +6,8 @@
  * kernel's name for it) and by the backing (st_dev, st_ino), so hard links
  * share an entry.  An entry lives while the kernel holds lookups on it
  * (nlookup, dropped by FORGET) or a request in flight uses it (refs).
- * Nodeids are never reused, so the generation is always 0.
+ * Nodeids are never reused, so the generation is always 0: a node id
+ * carries its daemon's generation in its high bits instead (store.h).
  *
  * The kernel may keep a million inodes looked up, far more than the hard
  * RLIMIT_NOFILE allows descriptors.  So with inode_handles an entry keeps a
@@ -26,6 +27,7 @@
 
 #include "fs.h"
 #include "log.h"
+#include "store.h"
 
 #define INODE_MIN_BUCKETS 1024
 
@@ -343,10 +345,20 @@ static void record_lookups(struct ufs_fs *fs, struct ufs_inode *inode)
 	ufs_record_node_lookups(fs->record, inode->record_slot, inode->nlookup);
 }
 
+/* Its node id to the export store (store.h) as well, before the reply. */
+static void store_note(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (inode->handle)
+		ufs_store_note(fs->store, inode->nodeid, inode->dev, inode->ino, inode->type,
+			       inode->parent, inode->mount_id, inode->handle->handle_type,
+			       inode->handle->f_handle, inode->handle->handle_bytes);
+}
+
 static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	if (!inode->handle)
 		return;
+	store_note(fs, inode);
 	inode->record_slot = ufs_record_node_add(fs->record, inode->nodeid, inode->nlookup,
 						 inode->dev, inode->ino, inode->type,
 						 inode->mount_id, inode->handle->handle_type,
@@ -357,6 +369,12 @@ static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 /* A node id from the export records is live again: its record with it. */
 static void record_revived(struct ufs_fs *fs, struct ufs_inode *inode, uint32_t slot)
 {
+	/* From the export store (no hand-over record yet): a new one, and the store's again. */
+	if (!slot) {
+		record_add(fs, inode);
+		return;
+	}
+	store_note(fs, inode);
 	inode->record_slot = slot;
 	ufs_record_node_set_flags(fs->record, slot, 0);
 	record_lookups(fs, inode);
@@ -460,6 +478,15 @@ static struct ufs_inode *find_by_id(struct ufs_fs *fs, uint64_t nodeid)
 	while (inode && inode->nodeid != nodeid)
 		inode = inode->next_by_id;
 	return inode;
+}
+
+/* Where a name now leads to it; the export store learns a new parent. */
+static void parent_set(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t parent)
+{
+	if (!parent || inode->parent == parent)
+		return;
+	inode->parent = parent;
+	store_note(fs, inode);
 }
 
 static struct ufs_inode *find_by_key(struct ufs_fs *fs, dev_t dev, ino_t ino)
@@ -588,8 +615,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
-		if (parent)
-			inode->parent = parent;
+		parent_set(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		pthread_mutex_unlock(&fs->inode_lock);
@@ -615,8 +641,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
-		if (parent)
-			inode->parent = parent;
+		parent_set(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
@@ -841,7 +866,7 @@ int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_
 	inode->record_slot = slot;
 	pthread_mutex_lock(&fs->inode_lock);
 	mfd = mount_fd_by_id(fs, n->mount_id);
-	if (mfd < 0 || find_by_id(fs, n->nodeid)) {
+	if (mfd < 0 || find_by_id(fs, n->nodeid) || ufs_export_has_locked(&fs->exports, n->nodeid)) {
 		ret = mfd < 0 ? -ENOENT : -EEXIST;
 		ufs_record_node_drop(fs->record, slot);
 	} else if (n->flags & UFS_RECORD_NODE_EXPORTED) {
@@ -932,7 +957,7 @@ void ufs_inode_moved(struct ufs_fs *fs, dev_t dev, ino_t ino, uint64_t parent)
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, dev, ino);
 	if (inode)
-		inode->parent = parent;
+		parent_set(fs, inode, parent);
 	pthread_mutex_unlock(&fs->inode_lock);
 }
 
