@@ -125,8 +125,8 @@ static int identify(struct store_hdr *h, int root_fd, dev_t *root_dev, int *moun
 	h->root_handle_type = u.fh.handle_type;
 	h->root_handle_bytes = u.fh.handle_bytes;
 	memcpy(h->root_handle, u.fh.f_handle, u.fh.handle_bytes);
-	h->ident = fnv(FNV_BASIS, &h->root_ino, offsetof(struct store_hdr, csum) -
-						       offsetof(struct store_hdr, root_ino));
+	h->ident = fnv(FNV_BASIS, &h->root_ino,
+		       offsetof(struct store_hdr, csum) - offsetof(struct store_hdr, root_ino));
 	*root_dev = st.st_dev;
 	return 0;
 }
@@ -296,6 +296,7 @@ static int rewrite(struct ufs_store *s, struct store_hdr *h, struct store_rec *r
 {
 	char tmp[sizeof(s->name) + 8];
 	unsigned char hbuf[STORE_HDR_SIZE] = { 0 };
+	ssize_t len = (ssize_t)(n * sizeof(*recs));
 	int fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.new", s->name);
@@ -311,7 +312,7 @@ static int rewrite(struct ufs_store *s, struct store_hdr *h, struct store_rec *r
 		recs[i].csum = rec_csum(s->ident, &recs[i]);
 	}
 	if (fchmod(fd, 0600) || pwrite(fd, hbuf, sizeof(hbuf), 0) != sizeof(hbuf) ||
-	    (n && pwrite(fd, recs, n * sizeof(*recs), STORE_HDR_SIZE) != (ssize_t)(n * sizeof(*recs))) ||
+	    (n && pwrite(fd, recs, len, STORE_HDR_SIZE) != len) ||
 	    fsync(fd) || renameat(s->dir_fd, tmp, s->dir_fd, s->name) || fsync(s->dir_fd)) {
 		int e = errno ? errno : EIO;
 

@@ -158,3 +158,95 @@ def silly_renamed_open_file():
             got = silly_steps(m.mnt)
     ufs.diag(f'NFS itself: {want}')
     check_eq(got, want, 'through uringfs against the NFS mount itself')
+
+
+def nfsd_serve(path):
+    """nfsd exporting path as the NFSv4 root; fsid= because a FUSE mount has
+    no UUID for nfsd to put in its file handles."""
+    with open('/etc/exports', 'w') as f:
+        f.write(f'{path} 127.0.0.1(rw,no_root_squash,fsid=0,insecure,no_subtree_check)\n')
+    ufs_nfs.run('exportfs', '-ra')
+    for knob in ('nfsv4leasetime', 'nfsv4gracetime'):
+        try:
+            with open(f'/proc/fs/nfsd/{knob}', 'w') as f:
+                f.write(str(ufs_nfs.GRACE_S))
+        except OSError as e:
+            ufs.diag(f'nfsd {knob}: {e.strerror}')
+    ufs_nfs.run('rpc.nfsd', '-N', '3', '4')
+
+
+def nfsd_stop():
+    """The NFS server goes down (as at a reboot): its state and its exports."""
+    subprocess.run(['rpc.nfsd', '0'], capture_output=True)
+    subprocess.run(['exportfs', '-ua'], capture_output=True)
+
+
+def unmount_when_free(m, timeout=60.0):
+    """Unmount m once nfsd has let go of it (its export cache may hold it a while)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            m.stop()
+            return
+        except ufs.HarnessError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@case(mount=False, root=True, timeout=600)
+def reexport_survives_daemon_restart():
+    """uringfs re-exported over NFSv4 with export_store: a client holds a file
+    open while the server goes down (nfsd stopped, the daemon unmounted) and
+    a new daemon starts from scratch on the same SOURCE and store; the client
+    then reads (O_DIRECT: from the server, what was written meanwhile) and
+    writes on through its old file handle, and lists a directory it holds."""
+    ufs.require_daemon()
+    reason = ufs_nfs.unavailable()
+    if reason:
+        raise ufs.Skip(reason)
+    src = ufs.scratch_dir('src')
+    client = ufs.scratch_dir('nfs')
+    opts = f'export_store={ufs.scratch_dir("store")}/export,allow_other'
+    with contextlib.ExitStack() as stack:
+        if not os.path.ismount('/proc/fs/nfsd'):
+            ufs_nfs.run('mount', '-t', 'nfsd', 'nfsd', '/proc/fs/nfsd')
+        os.makedirs('/var/lib/nfs/v4recovery', exist_ok=True)
+        m = ufs.Mount(source=src, opts=opts)
+        stack.enter_context(m)
+        mountd = subprocess.Popen(['rpc.mountd', '-F', '-N', '2', '-N', '3'],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stack.callback(mountd.wait)
+        stack.callback(mountd.terminate)
+        stack.callback(nfsd_stop)
+        nfsd_serve(m.mnt)
+        ufs_nfs.run('mount', '-t', 'nfs4', '-o', 'vers=4.2', '127.0.0.1:/', client)
+        stack.callback(subprocess.run, ['umount', '-f', '-l', client])
+        ufs.write_file(f'{client}/f', b'before the restart')    # waits out the grace time
+        os.mkdir(f'{client}/d')
+        ufs.write_file(f'{client}/d/g', b'g')
+        fd = os.open(f'{client}/f', os.O_RDWR | os.O_DIRECT)
+        stack.callback(os.close, fd)
+        dfd = os.open(f'{client}/d', os.O_RDONLY | os.O_DIRECTORY)
+        stack.callback(os.close, dfd)
+        check_eq(os.pread(fd, 100, 0), b'before the restart', 'the read before')
+
+        nfsd_stop()
+        unmount_when_free(m)
+        ufs.write_file(f'{src}/f', b'changed while down')
+        ufs.write_file(f'{src}/d/h', b'h')
+        m2 = ufs.Mount(source=src, opts=opts)
+        stack.enter_context(m2)
+        check('node ids of earlier daemons kept' in m2.log_text(), 'the store was read'
+              + m2.log_tail())
+        nfsd_serve(m2.mnt)
+
+        got = ufs.outcome(os.pread, fd, 100, 0)    # the client reclaims its open first
+        check_eq(got.value if got.err is None else ufs.errname(got.err),
+                 b'changed while down', 'the held file read after the restart')
+        os.pwrite(fd, b'CHANGED', 0)
+        os.fsync(fd)
+        check_eq(ufs.read_file(f'{src}/f'), b'CHANGED while down', 'written through it')
+        check_eq(sorted(os.listdir(dfd)), ['g', 'h'], 'the held directory listed')
+        nfsd_stop()
+        unmount_when_free(m2)
