@@ -60,7 +60,6 @@ int ufs_daemon_store_open(struct ufs_daemon *d)
 	char why[PATH_MAX + 128];
 	int ret;
 
-	ufs_store_init(&d->store);
 	if (!d->cfg.export_store[0])
 		return 0;
 	if (!d->fs.handles || !d->fs.exports.limit) {
@@ -72,7 +71,7 @@ int ufs_daemon_store_open(struct ufs_daemon *d)
 	ret = ufs_store_open(&d->store, d->cfg.export_store, d->fs.root_fd, d->fs.exports.limit,
 			     why, sizeof(why));
 	if (ret) {
-		fprintf(stderr, "uringfs: export_store: %s\n", why);
+		ufs_err("export_store: %s", why);
 		return ret;
 	}
 	return 0;
@@ -81,13 +80,18 @@ int ufs_daemon_store_open(struct ufs_daemon *d)
 /*
  * After a predecessor's record (which wins: it is newer), before the first
  * request: the store's node ids become export records, and node ids from
- * now on carry this daemon's generation.
+ * now on carry this daemon's generation.  A successor opens the store only
+ * now, and cannot refuse to serve for it.
  */
-void ufs_daemon_store_load(struct ufs_daemon *d)
+void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited)
 {
 	struct ufs_store *s = &d->store;
 	unsigned int kept = 0;
-	uint64_t gen = s->fd >= 0 ? s->generation : ufs_store_random_generation();
+	uint64_t gen;
+
+	if (inherited && ufs_daemon_store_open(d))
+		ufs_warn("export store: not kept by this daemon (see above)");
+	gen = s->fd >= 0 ? s->generation : ufs_store_random_generation();
 
 	for (size_t i = 0; i < s->nloaded; i++) {
 		if (!ufs_inode_restore(&d->fs, 0, &s->loaded[i]))

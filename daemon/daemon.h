@@ -100,7 +100,7 @@ void ufs_daemon_fatal(struct ufs_daemon *d, int error);
 /* daemon.c: open SOURCE (ufs_fs_init) with the file system's upcalls wired to d. */
 int ufs_daemon_fs_open(struct ufs_daemon *d);
 int ufs_daemon_store_open(struct ufs_daemon *d);
-void ufs_daemon_store_load(struct ufs_daemon *d);
+void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
 
 /* init.c: read INIT, negotiate, reply; 0 or a negative errno, logged. */
 int ufs_init_exchange(struct ufs_daemon *d);

@@ -163,6 +163,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	int ready_fd = -1, ret;
 	sigset_t sigs;
 
+	ufs_store_init(&d->store);
 	/* Before the mount: a signal from now on must not leave it behind. */
 	if (ufs_process_block_signals(&sigs))
 		return 1;
@@ -171,7 +172,8 @@ static int run(struct ufs_daemon *d, const char *settings)
 		fprintf(stderr, "uringfs: source %s: %s\n", d->source, strerror(-ret));
 		goto err_out;
 	}
-	if (ufs_daemon_store_open(d))
+	/* A successor opens it after the predecessor's record: it writes to it until then. */
+	if (!inherited && ufs_daemon_store_open(d))
 		goto err_fs;
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->event_fd < 0 || ufs_workers_alloc(d)) {
@@ -182,7 +184,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 			  start_fresh(d, settings, &ready_fd);
 	if (ret)
 		goto err_unmount;
-	ufs_daemon_store_load(d);
+	ufs_daemon_store_load(d, inherited);
 	ret = ufs_transport_start(d);
 	if (ret) {
 		ufs_err("starting the workers: %s", strerror(-ret));

@@ -327,12 +327,19 @@ static int rewrite(struct ufs_store *s, struct store_hdr *h, struct store_rec *r
 
 static void keep_loaded(struct ufs_store *s, const struct store_rec *recs, size_t n)
 {
+	size_t k = 0;
+
 	s->loaded = calloc(n ? n : 1, sizeof(*s->loaded));
 	if (!s->loaded)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		struct ufs_record_node *o = &s->loaded[i];
+		struct ufs_record_node *o = &s->loaded[k];
 		const struct store_rec *r = &recs[i];
+
+		/* This daemon's own node ids are new ones: no record may claim them. */
+		if ((r->nodeid >> UFS_STORE_GEN_SHIFT) == s->generation)
+			continue;
+		k++;
 
 		o->nodeid = r->nodeid;
 		o->dev = r->flags & REC_ROOT_DEV ? (uint64_t)s->root_dev : r->dev;
@@ -345,7 +352,7 @@ static void keep_loaded(struct ufs_store *s, const struct store_rec *recs, size_
 		o->handle_bytes = r->handle_bytes;
 		memcpy(o->handle, r->handle, r->handle_bytes);
 	}
-	s->nloaded = n;
+	s->nloaded = k;
 }
 
 int ufs_store_open(struct ufs_store *s, const char *dir, int root_fd, uint32_t capacity,
