@@ -15,6 +15,7 @@ import glob
 import os
 import pwd
 import stat
+import subprocess
 import struct
 
 import ufs
@@ -270,3 +271,32 @@ def store_permissions():
     check(not os.path.islink(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o600,
           'a new store in place of the symlink')
     check_eq(open(f'{base}/elsewhere', 'rb').read(4), b'UFSX', 'the symlink\'s target untouched')
+
+
+@case(mount=False, root=True, timeout=120)
+def the_store_survives_a_takeover():
+    """A daemon that takes the mount over (--take-over, the predecessor's
+    settings) keeps the store: handles of files made before and after the
+    take-over open after an unmount and a fresh daemon."""
+    store = store_dir()
+    with mount(store=store) as m:
+        src = m.src
+        ufs.write_file(f'{m.mnt}/before', b'before')
+        hb = sx.name_to_handle_at(f'{m.mnt}/before')
+        empty = os.path.join(ufs.run_dir(), 'empty.conf')
+        open(empty, 'a').close()
+        old = m.proc
+        with open(m.log, 'ab') as log:
+            new = subprocess.Popen([m.daemon, '-f', '--config', empty, '--take-over', m.mnt],
+                                   stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
+        m.proc = new
+        ufs.write_file(f'{m.mnt}/after', b'after')
+        ha = sx.name_to_handle_at(f'{m.mnt}/after')
+        check(handle_nodeid(ha) >> 40 != handle_nodeid(hb) >> 40,
+              'the successor hands out node ids of a generation of its own')
+        check_eq(read_by_handle(m, hb), b'before', 'before, by handle after the take-over')
+    with mount(src=src, store=store) as m:
+        check_eq(read_by_handle(m, hb), b'before', 'before, by handle after the remount')
+        check_eq(read_by_handle(m, ha), b'after', 'after, by handle after the remount')
