@@ -11,7 +11,9 @@ on the NFS mount itself.
 import contextlib
 import errno
 import os
+import select
 import subprocess
+import sys
 import time
 
 import ufs
@@ -188,10 +190,45 @@ def unmount_when_free(m, timeout=60.0):
         try:
             m.stop()
             return
-        except ufs.HarnessError:
+        except ufs.HarnessError as e:
             if time.monotonic() > deadline:
                 raise
-            time.sleep(0.5)
+            ufs.diag(f'unmount: {str(e).splitlines()[0]}')
+            time.sleep(2)
+
+
+# The NFS client's side, in a child of its own: an NFS call to a server that
+# is down waits (hard mount) until it comes back, and only SIGKILL ends such
+# a wait, so a failure kills the child instead of hanging the suite.
+HOLDER = r"""
+import errno, os, sys
+c = sys.argv[1]
+def t(fn):
+    try:
+        return repr(fn())
+    except OSError as e:
+        return errno.errorcode[e.errno]
+fd = os.open(f'{c}/f', os.O_RDWR | os.O_DIRECT)
+dfd = os.open(f'{c}/d', os.O_RDONLY | os.O_DIRECTORY)
+print(t(lambda: os.pread(fd, 100, 0)), flush=True)
+sys.stdin.readline()
+print(t(lambda: os.pread(fd, 100, 0)), flush=True)
+print(t(lambda: (os.pwrite(fd, b'CHANGED', 0), os.fsync(fd))[0]), flush=True)
+print(t(lambda: sorted(os.listdir(dfd))), flush=True)
+os.close(fd)
+os.close(dfd)
+print('closed', flush=True)
+"""
+
+
+def holder_says(proc, what, timeout=240.0):
+    """The holder's next line, within timeout."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    check(ready, f'{what}: the NFS client still waits after {timeout:.0f} s')
+    line = proc.stdout.readline().strip()
+    check(line, f'{what}: the holder ended (status {proc.poll()})')
+    ufs.diag(f'{time.strftime("%T")} {what}: {line}')
+    return line
 
 
 @case(mount=False, root=True, timeout=600)
@@ -222,17 +259,20 @@ def reexport_survives_daemon_restart():
         nfsd_serve(m.mnt)
         ufs_nfs.run('mount', '-t', 'nfs4', '-o', 'vers=4.2', '127.0.0.1:/', client)
         stack.callback(subprocess.run, ['umount', '-f', '-l', client])
+        ufs.diag(f'{time.strftime("%T")} {m.mnt} exported and mounted')
         ufs.write_file(f'{client}/f', b'before the restart')    # waits out the grace time
         os.mkdir(f'{client}/d')
         ufs.write_file(f'{client}/d/g', b'g')
-        fd = os.open(f'{client}/f', os.O_RDWR | os.O_DIRECT)
-        stack.callback(os.close, fd)
-        dfd = os.open(f'{client}/d', os.O_RDONLY | os.O_DIRECTORY)
-        stack.callback(os.close, dfd)
-        check_eq(os.pread(fd, 100, 0), b'before the restart', 'the read before')
+        holder = subprocess.Popen([sys.executable, '-c', HOLDER, client], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        stack.callback(holder.wait)
+        stack.callback(holder.kill)
+        check_eq(holder_says(holder, 'the read before'), repr(b'before the restart'),
+                 'the read before')
 
         nfsd_stop()
         unmount_when_free(m)
+        ufs.diag(f'{time.strftime("%T")} nfsd stopped, the daemon unmounted')
         ufs.write_file(f'{src}/f', b'changed while down')
         ufs.write_file(f'{src}/d/h', b'h')
         m2 = ufs.Mount(source=src, opts=opts)
@@ -240,13 +280,15 @@ def reexport_survives_daemon_restart():
         check('node ids of earlier daemons kept' in m2.log_text(), 'the store was read'
               + m2.log_tail())
         nfsd_serve(m2.mnt)
-
-        got = ufs.outcome(os.pread, fd, 100, 0)    # the client reclaims its open first
-        check_eq(got.value if got.err is None else ufs.errname(got.err),
-                 b'changed while down', 'the held file read after the restart')
-        os.pwrite(fd, b'CHANGED', 0)
-        os.fsync(fd)
+        ufs.diag(f'{time.strftime("%T")} nfsd and the daemon restarted')
+        holder.stdin.write('go\n')
+        holder.stdin.flush()
+        check_eq(holder_says(holder, 'the held file read after the restart'),
+                 repr(b'changed while down'), 'the held file read after the restart')
+        check_eq(holder_says(holder, 'a write through it'), 'None', 'a write through it')
         check_eq(ufs.read_file(f'{src}/f'), b'CHANGED while down', 'written through it')
-        check_eq(sorted(os.listdir(dfd)), ['g', 'h'], 'the held directory listed')
+        check_eq(holder_says(holder, 'the held directory listed'), repr(['g', 'h']),
+                 'the held directory listed')
+        check_eq(holder_says(holder, 'closing'), 'closed', 'the holder closes')
         nfsd_stop()
         unmount_when_free(m2)
