@@ -22,6 +22,7 @@ import ufs
 import ufs_sys as sx
 from ufs import case, check, check_eq
 
+AT_HANDLE_CONNECTABLE = 0x002   # linux/fcntl.h, 6.13
 HDR = 256       # store.c: STORE_HDR_SIZE
 REC = 192       # sizeof(struct store_rec)
 
@@ -123,6 +124,8 @@ def handles_survive_renames():
         ufs.write_file(f'{m.mnt}/a/b/f', b'in b')
         ufs.write_file(f'{m.mnt}/a/moved', b'moved')
         hs = {n: sx.name_to_handle_at(f'{m.mnt}/{n}') for n in ('a', 'a/b', 'a/b/f', 'a/moved')}
+        # generic/777's connectable handle: the file's and its parent's node ids
+        conn = ufs.outcome(sx.name_to_handle_at, f'{m.mnt}/a/b/f', AT_HANDLE_CONNECTABLE)
         os.rename(f'{m.mnt}/a', f'{m.mnt}/x')
         os.rename(f'{m.mnt}/x/moved', f'{m.mnt}/c/moved')
     os.rename(f'{src}/x/b', f'{src}/c/b')      # behind its back, inside SOURCE
@@ -131,6 +134,9 @@ def handles_survive_renames():
         check_eq(dir_by_handle(m, hs['a/b']), (['f'], f'{m.mnt}/c/b'), 'b, moved to c/b')
         check_eq(read_by_handle(m, hs['a/b/f']), b'in b', 'f, in the moved b')
         check_eq(read_by_handle(m, hs['a/moved']), b'moved', 'a file renamed to c/')
+        ufs.diag(f'connectable handle: {conn.value[:2] if conn.err is None else ufs.errname(conn.err)}')
+        if conn.err is None:    # Linux 6.13 and later
+            check_eq(read_by_handle(m, conn.value), b'in b', 'f by its connectable handle')
 
 
 @case(mount=False, root=True)
