@@ -258,7 +258,8 @@ def reexport_survives_daemon_restart():
         stack.callback(nfsd_stop)
         nfsd_serve(m.mnt)
         ufs_nfs.run('mount', '-t', 'nfs4', '-o', 'vers=4.2', '127.0.0.1:/', client)
-        stack.callback(subprocess.run, ['umount', '-f', '-l', client])
+        # With the server up (else the client's unmount waits for it): bounded all the same.
+        stack.callback(subprocess.run, ['umount', '-f', '-l', client], timeout=60)
         ufs.diag(f'{time.strftime("%T")} {m.mnt} exported and mounted')
         ufs.write_file(f'{client}/f', b'before the restart')    # waits out the grace time
         os.mkdir(f'{client}/d')
@@ -290,5 +291,6 @@ def reexport_survives_daemon_restart():
         check_eq(holder_says(holder, 'the held directory listed'), repr(['g', 'h']),
                  'the held directory listed')
         check_eq(holder_says(holder, 'closing'), 'closed', 'the holder closes')
+        ufs_nfs.run('umount', client)
         nfsd_stop()
         unmount_when_free(m2)
