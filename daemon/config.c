@@ -27,6 +27,7 @@ enum ufs_opt_type {
 	UFS_OPT_ENUM,
 	UFS_OPT_NAME,
 	UFS_OPT_CPULIST,
+	UFS_OPT_PATH,
 };
 
 struct ufs_opt {
@@ -87,6 +88,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("killpriv_v2", "fuse", killpriv_v2, "on"),
 	BOOL("export_support", "fuse", export_support, "on"),
 	OPT("export_inodes", "fuse", UFS_OPT_UINT, export_inodes, 0, 1 << 26, NULL, "1048576"),
+	OPT("export_store", "fuse", UFS_OPT_PATH, export_store, 0, 0, NULL, "off"),
 	BOOL("cache_symlinks", "fuse", cache_symlinks, "on"),
 	BOOL("parallel_dirops", "fuse", parallel_dirops, "on"),
 	BOOL("async_read", "fuse", async_read, "on"),
@@ -313,6 +315,25 @@ static int set_name(const struct ufs_opt *o, char *dst, const char *value,
 	return 0;
 }
 
+/* An absolute directory path, or off. */
+static int set_path(const struct ufs_opt *o, char *dst, const char *value,
+		    struct ufs_config_error *err)
+{
+	size_t len = strlen(value);
+
+	if (!strcasecmp(value, "off") || !len) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (len >= PATH_MAX || value[0] != '/' || strchr(value, ',')) {
+		ufs_config_error_set(err, "%s=%s: expected an absolute path (no ',') or off",
+				     o->key, value);
+		return -EINVAL;
+	}
+	memcpy(dst, value, len + 1);
+	return 0;
+}
+
 static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char *value,
 		     struct ufs_config_error *err)
 {
@@ -360,6 +381,8 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 		return set_enum(o, field(cfg, o), value, err);
 	case UFS_OPT_NAME:
 		return set_name(o, field(cfg, o), value, err);
+	case UFS_OPT_PATH:
+		return set_path(o, field(cfg, o), value, err);
 	case UFS_OPT_CPULIST:
 		if (strlen(value) >= sizeof(cfg->cpus) ||
 		    ufs_parse_cpulist(value, &cfg->cpu_set, &cfg->cpu_count)) {
@@ -557,6 +580,7 @@ static void print_value(const struct ufs_config *cfg, const struct ufs_opt *o, F
 		fputs(o->choices[*(const int *)p], out);
 		break;
 	case UFS_OPT_NAME:
+	case UFS_OPT_PATH:
 		fputs(*(const char *)p ? (const char *)p : "off", out);
 		break;
 	case UFS_OPT_CPULIST:

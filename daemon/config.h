@@ -100,6 +100,7 @@ struct ufs_config {
 	bool killpriv_v2;
 	bool export_support;
 	unsigned int export_inodes;	/* forgotten node ids kept for file handles */
+	char export_store[PATH_MAX];	/* DIR keeping them across daemons, "" = off (store.c) */
 	bool cache_symlinks;
 	bool parallel_dirops;
 	bool async_read;

@@ -4,6 +4,7 @@
  * kernel, the control file's text comes from the stats.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -47,4 +48,60 @@ int ufs_daemon_fs_open(struct ufs_daemon *d)
 	d->fs.attr_stale = attr_stale;
 	d->fs.upcall_arg = d;
 	return 0;
+}
+
+/*
+ * The export store (export_store=DIR, store.h), opened before the mount: a
+ * DIR that is not safe to use stops the start.  Without handles or export
+ * records there is nothing to keep.
+ */
+int ufs_daemon_store_open(struct ufs_daemon *d)
+{
+	char why[PATH_MAX + 128];
+	int ret;
+
+	if (!d->cfg.export_store[0])
+		return 0;
+	if (!d->fs.handles || !d->fs.exports.limit) {
+		ufs_warn("export_store: %s: file handles will not outlive this daemon",
+			 !d->fs.handles ? "SOURCE gives no file handles (inode_handles)"
+					: "export_support is off or export_inodes is 0");
+		return 0;
+	}
+	ret = ufs_store_open(&d->store, d->cfg.export_store, d->fs.root_fd, d->fs.exports.limit,
+			     why, sizeof(why));
+	if (ret) {
+		ufs_err("export_store: %s", why);
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * After a predecessor's record (which wins: it is newer), before the first
+ * request: the store's node ids become export records, and node ids from
+ * now on carry this daemon's generation.  A successor opens the store only
+ * now, and cannot refuse to serve for it.
+ */
+void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited)
+{
+	struct ufs_store *s = &d->store;
+	unsigned int kept = 0;
+	uint64_t gen;
+
+	if (inherited && ufs_daemon_store_open(d))
+		ufs_warn("export store: not kept by this daemon (see above)");
+	gen = s->fd >= 0 ? s->generation : ufs_store_random_generation();
+
+	for (size_t i = 0; i < s->nloaded; i++) {
+		if (!ufs_inode_restore(&d->fs, 0, &s->loaded[i]))
+			kept++;
+	}
+	if (s->fd >= 0) {
+		d->fs.store = s;
+		ufs_info("export store %s: %u node ids of earlier daemons kept, generation %llu",
+			 d->cfg.export_store, kept, (unsigned long long)gen);
+	}
+	ufs_store_loaded_free(s);
+	ufs_inode_restore_done(&d->fs, gen << UFS_STORE_GEN_SHIFT | (FUSE_ROOT_ID + 1));
 }

@@ -16,6 +16,7 @@
 #include "notify.h"
 #include "record.h"
 #include "session.h"
+#include "store.h"
 #include "worker.h"
 
 enum ufs_transport {
@@ -55,6 +56,7 @@ struct ufs_daemon {
 	struct ufs_mount mnt;
 	int fuse_fd;			/* the connection (libfuse's descriptor, or inherited) */
 	struct ufs_record record;	/* the hand-over record (handover=on) */
+	struct ufs_store store;		/* the export store (export_store=DIR) */
 	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
 	bool stored_fuse;		/* the connection is in systemd's store */
 	ino_t takeover_ino;		/* our take-over socket's file (handover.c) */
@@ -97,6 +99,8 @@ void ufs_daemon_fatal(struct ufs_daemon *d, int error);
 
 /* daemon.c: open SOURCE (ufs_fs_init) with the file system's upcalls wired to d. */
 int ufs_daemon_fs_open(struct ufs_daemon *d);
+int ufs_daemon_store_open(struct ufs_daemon *d);
+void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
 
 /* init.c: read INIT, negotiate, reply; 0 or a negative errno, logged. */
 int ufs_init_exchange(struct ufs_daemon *d);

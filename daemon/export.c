@@ -185,6 +185,11 @@ static struct ufs_export *find_id(const struct ufs_exports *ex, uint64_t nodeid)
 	return e;
 }
 
+bool ufs_export_has_locked(const struct ufs_exports *ex, uint64_t nodeid)
+{
+	return ex->count && find_id(ex, nodeid);
+}
+
 /*
  * The node id a file had before the kernel forgot it, if handle (the file
  * as found now) is the same file; 0 if none.  The record goes either way:

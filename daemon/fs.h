@@ -32,6 +32,7 @@
 
 struct ufs_conn;
 struct ufs_lock_owner;
+struct ufs_store;
 
 struct ufs_inode {
 	uint64_t nodeid;		/* our id, never reused */
@@ -144,6 +145,7 @@ struct ufs_fs {
 	} mount_fds[64];
 	unsigned int nmount_fds;
 	struct ufs_exports exports;	/* inode_lock */
+	struct ufs_store *store;	/* the export store (store.h), NULL: none; inode_lock */
 	/*
 	 * The hand-over record (record.h), or one that keeps nothing: node
 	 * records under inode_lock, file records under file_lock.
@@ -237,6 +239,7 @@ void ufs_exports_destroy(struct ufs_exports *ex);
 void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inode);
 uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
 				   const struct file_handle *handle, uint32_t *record_slot);
+bool ufs_export_has_locked(const struct ufs_exports *ex, uint64_t nodeid);
 int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 			   struct ufs_export_copy *out);
 bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale,

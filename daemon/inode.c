@@ -6,7 +6,8 @@
  * kernel's name for it) and by the backing (st_dev, st_ino), so hard links
  * share an entry.  An entry lives while the kernel holds lookups on it
  * (nlookup, dropped by FORGET) or a request in flight uses it (refs).
- * Nodeids are never reused, so the generation is always 0.
+ * Nodeids are never reused, so the generation is always 0: a node id
+ * carries its daemon's generation in its high bits instead (store.h).
  *
  * The kernel may keep a million inodes looked up, far more than the hard
  * RLIMIT_NOFILE allows descriptors.  So with inode_handles an entry keeps a
@@ -26,6 +27,7 @@
 
 #include "fs.h"
 #include "log.h"
+#include "store.h"
 
 #define INODE_MIN_BUCKETS 1024
 
@@ -382,10 +384,20 @@ static void record_lookups(struct ufs_fs *fs, struct ufs_inode *inode)
 	ufs_record_node_lookups(fs->record, inode->record_slot, inode->nlookup);
 }
 
+/* Its node id to the export store (store.h) as well, before the reply. */
+static void store_note(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	if (inode->handle)
+		ufs_store_note(fs->store, inode->nodeid, inode->dev, inode->ino, inode->type,
+			       inode->parent, inode->mount_id, inode->handle->handle_type,
+			       inode->handle->f_handle, inode->handle->handle_bytes);
+}
+
 static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 {
 	if (!inode->handle)
 		return;
+	store_note(fs, inode);
 	inode->record_slot = ufs_record_node_add(fs->record, inode->nodeid, inode->nlookup,
 						 inode->dev, inode->ino, inode->type,
 						 inode->mount_id, inode->handle->handle_type,
@@ -396,13 +408,24 @@ static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 /* Where a name last led to it, in the record too (inode_reopen). */
 static void parent_set_locked(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t parent)
 {
-	inode->parent = parent;
+	if (!parent)
+		return;
 	ufs_record_node_parent(fs->record, inode->record_slot, parent);
+	if (inode->parent == parent)
+		return;
+	inode->parent = parent;
+	store_note(fs, inode);
 }
 
 /* A node id from the export records is live again: its record with it. */
 static void record_revived(struct ufs_fs *fs, struct ufs_inode *inode, uint32_t slot)
 {
+	/* From the export store (no hand-over record yet): a new one, and the store's again. */
+	if (!slot) {
+		record_add(fs, inode);
+		return;
+	}
+	store_note(fs, inode);
 	inode->record_slot = slot;
 	ufs_record_node_set_flags(fs->record, slot, 0);
 	record_lookups(fs, inode);
@@ -508,6 +531,7 @@ static struct ufs_inode *find_by_id(struct ufs_fs *fs, uint64_t nodeid)
 	return inode;
 }
 
+/* Where a name now leads to it; the export store learns a new parent. */
 static struct ufs_inode *find_by_key(struct ufs_fs *fs, dev_t dev, ino_t ino)
 {
 	struct ufs_inode *inode = fs->by_key[ufs_hash_key(dev, ino, fs->buckets)];
@@ -634,8 +658,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
-		if (parent)
-			parent_set_locked(fs, inode, parent);
+		parent_set_locked(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		pthread_mutex_unlock(&fs->inode_lock);
@@ -661,8 +684,7 @@ int ufs_inode_find_or_insert(struct ufs_fs *fs, int fd, const struct stat *st,
 	pthread_mutex_lock(&fs->inode_lock);
 	inode = find_by_key(fs, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
-		if (parent)
-			parent_set_locked(fs, inode, parent);
+		parent_set_locked(fs, inode, parent);
 		inode->nlookup++;
 		record_lookups(fs, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
@@ -890,7 +912,7 @@ int ufs_inode_restore(struct ufs_fs *fs, uint32_t slot, const struct ufs_record_
 	inode->unverified = true;	/* inode_reopen proves it inside SOURCE */
 	pthread_mutex_lock(&fs->inode_lock);
 	mfd = mount_fd_by_id(fs, n->mount_id);
-	if (mfd < 0 || find_by_id(fs, n->nodeid)) {
+	if (mfd < 0 || find_by_id(fs, n->nodeid) || ufs_export_has_locked(&fs->exports, n->nodeid)) {
 		ret = mfd < 0 ? -ENOENT : -EEXIST;
 		ufs_record_node_drop(fs->record, slot);
 	} else if (n->flags & UFS_RECORD_NODE_EXPORTED) {

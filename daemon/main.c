@@ -163,6 +163,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	int ready_fd = -1, ret;
 	sigset_t sigs;
 
+	ufs_store_init(&d->store);
 	/* Before the mount: a signal from now on must not leave it behind. */
 	if (ufs_process_block_signals(&sigs))
 		return 1;
@@ -171,6 +172,9 @@ static int run(struct ufs_daemon *d, const char *settings)
 		fprintf(stderr, "uringfs: source %s: %s\n", d->source, strerror(-ret));
 		goto err_out;
 	}
+	/* A successor opens it after the predecessor's record: it writes to it until then. */
+	if (!inherited && ufs_daemon_store_open(d))
+		goto err_fs;
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->event_fd < 0 || ufs_workers_alloc(d)) {
 		fprintf(stderr, "uringfs: out of resources at start-up: %m\n");
@@ -180,6 +184,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 			  start_fresh(d, settings, &ready_fd);
 	if (ret)
 		goto err_unmount;
+	ufs_daemon_store_load(d, inherited);
 	ret = ufs_transport_start(d);
 	if (ret) {
 		ufs_err("starting the workers: %s", strerror(-ret));
@@ -227,6 +232,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_unmount(&d->mnt);
 	ufs_mount_release(&d->mnt);
 	ufs_fs_destroy(&d->fs);
+	ufs_store_close(&d->store);
 	ufs_record_close(&d->record);
 	ufs_info("%s unmounted, exiting", d->mountpoint);
 	return ret ? 1 : 0;
@@ -241,6 +247,7 @@ err_unmount:
 	ufs_mount_release(&d->mnt);
 err_fs:
 	ufs_fs_destroy(&d->fs);
+	ufs_store_close(&d->store);
 err_out:
 	ufs_handover_finish(&d->inherit, "the successor could not start (see its log)");
 	ufs_inherit_release(&d->inherit);

@@ -11,7 +11,9 @@ on the NFS mount itself.
 import contextlib
 import errno
 import os
+import select
 import subprocess
+import sys
 import time
 
 import ufs
@@ -158,3 +160,137 @@ def silly_renamed_open_file():
             got = silly_steps(m.mnt)
     ufs.diag(f'NFS itself: {want}')
     check_eq(got, want, 'through uringfs against the NFS mount itself')
+
+
+def nfsd_serve(path):
+    """nfsd exporting path as the NFSv4 root; fsid= because a FUSE mount has
+    no UUID for nfsd to put in its file handles."""
+    with open('/etc/exports', 'w') as f:
+        f.write(f'{path} 127.0.0.1(rw,no_root_squash,fsid=0,insecure,no_subtree_check)\n')
+    ufs_nfs.run('exportfs', '-ra')
+    for knob in ('nfsv4leasetime', 'nfsv4gracetime'):
+        try:
+            with open(f'/proc/fs/nfsd/{knob}', 'w') as f:
+                f.write(str(ufs_nfs.GRACE_S))
+        except OSError as e:
+            ufs.diag(f'nfsd {knob}: {e.strerror}')
+    ufs_nfs.run('rpc.nfsd', '-N', '3', '4')
+
+
+def nfsd_stop():
+    """The NFS server goes down (as at a reboot): its state and its exports."""
+    subprocess.run(['rpc.nfsd', '0'], capture_output=True)
+    subprocess.run(['exportfs', '-ua'], capture_output=True)
+
+
+def unmount_when_free(m, timeout=60.0):
+    """Unmount m once nfsd has let go of it (its export cache may hold it a while)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            m.stop()
+            return
+        except ufs.HarnessError as e:
+            if time.monotonic() > deadline:
+                raise
+            ufs.diag(f'unmount: {str(e).splitlines()[0]}')
+            time.sleep(2)
+
+
+# The NFS client's side, in a child of its own: an NFS call to a server that
+# is down waits (hard mount) until it comes back, and only SIGKILL ends such
+# a wait, so a failure kills the child instead of hanging the suite.
+HOLDER = r"""
+import errno, os, sys
+c = sys.argv[1]
+def t(fn):
+    try:
+        return repr(fn())
+    except OSError as e:
+        return errno.errorcode[e.errno]
+fd = os.open(f'{c}/f', os.O_RDWR | os.O_DIRECT)
+dfd = os.open(f'{c}/d', os.O_RDONLY | os.O_DIRECTORY)
+print(t(lambda: os.pread(fd, 100, 0)), flush=True)
+sys.stdin.readline()
+print(t(lambda: os.pread(fd, 100, 0)), flush=True)
+print(t(lambda: (os.pwrite(fd, b'CHANGED', 0), os.fsync(fd))[0]), flush=True)
+print(t(lambda: sorted(os.listdir(dfd))), flush=True)
+os.close(fd)
+os.close(dfd)
+print('closed', flush=True)
+"""
+
+
+def holder_says(proc, what, timeout=240.0):
+    """The holder's next line, within timeout."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    check(ready, f'{what}: the NFS client still waits after {timeout:.0f} s')
+    line = proc.stdout.readline().strip()
+    check(line, f'{what}: the holder ended (status {proc.poll()})')
+    ufs.diag(f'{time.strftime("%T")} {what}: {line}')
+    return line
+
+
+@case(mount=False, root=True, timeout=600)
+def reexport_survives_daemon_restart():
+    """uringfs re-exported over NFSv4 with export_store: a client holds a file
+    open while the server goes down (nfsd stopped, the daemon unmounted) and
+    a new daemon starts from scratch on the same SOURCE and store; the client
+    then reads (O_DIRECT: from the server, what was written meanwhile) and
+    writes on through its old file handle, and lists a directory it holds."""
+    ufs.require_daemon()
+    reason = ufs_nfs.unavailable()
+    if reason:
+        raise ufs.Skip(reason)
+    src = ufs.scratch_dir('src')
+    client = ufs.scratch_dir('nfs')
+    opts = f'export_store={ufs.scratch_dir("store")}/export,allow_other'
+    with contextlib.ExitStack() as stack:
+        if not os.path.ismount('/proc/fs/nfsd'):
+            ufs_nfs.run('mount', '-t', 'nfsd', 'nfsd', '/proc/fs/nfsd')
+        os.makedirs('/var/lib/nfs/v4recovery', exist_ok=True)
+        m = ufs.Mount(source=src, opts=opts)
+        stack.enter_context(m)
+        mountd = subprocess.Popen(['rpc.mountd', '-F', '-N', '2', '-N', '3'],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stack.callback(mountd.wait)
+        stack.callback(mountd.terminate)
+        stack.callback(nfsd_stop)
+        nfsd_serve(m.mnt)
+        ufs_nfs.run('mount', '-t', 'nfs4', '-o', 'vers=4.2', '127.0.0.1:/', client)
+        # With the server up (else the client's unmount waits for it): bounded all the same.
+        stack.callback(subprocess.run, ['umount', '-f', '-l', client], timeout=60)
+        ufs.diag(f'{time.strftime("%T")} {m.mnt} exported and mounted')
+        ufs.write_file(f'{client}/f', b'before the restart')    # waits out the grace time
+        os.mkdir(f'{client}/d')
+        ufs.write_file(f'{client}/d/g', b'g')
+        holder = subprocess.Popen([sys.executable, '-c', HOLDER, client], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        stack.callback(holder.wait)
+        stack.callback(holder.kill)
+        check_eq(holder_says(holder, 'the read before'), repr(b'before the restart'),
+                 'the read before')
+
+        nfsd_stop()
+        unmount_when_free(m)
+        ufs.diag(f'{time.strftime("%T")} nfsd stopped, the daemon unmounted')
+        ufs.write_file(f'{src}/f', b'changed while down')
+        ufs.write_file(f'{src}/d/h', b'h')
+        m2 = ufs.Mount(source=src, opts=opts)
+        stack.enter_context(m2)
+        check('node ids of earlier daemons kept' in m2.log_text(), 'the store was read'
+              + m2.log_tail())
+        nfsd_serve(m2.mnt)
+        ufs.diag(f'{time.strftime("%T")} nfsd and the daemon restarted')
+        holder.stdin.write('go\n')
+        holder.stdin.flush()
+        check_eq(holder_says(holder, 'the held file read after the restart'),
+                 repr(b'changed while down'), 'the held file read after the restart')
+        check_eq(holder_says(holder, 'a write through it'), '7', 'a write through it')
+        check_eq(ufs.read_file(f'{src}/f'), b'CHANGED while down', 'written through it')
+        check_eq(holder_says(holder, 'the held directory listed'), repr(['g', 'h']),
+                 'the held directory listed')
+        check_eq(holder_says(holder, 'closing'), 'closed', 'the holder closes')
+        ufs_nfs.run('umount', client)
+        nfsd_stop()
+        unmount_when_free(m2)
