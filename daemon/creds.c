@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 
 #include "caller.h"
 #include "fs.h"
+#include "ident.h"
 #include "log.h"
 
 #define CREDS_MAX_GROUPS 65536	/* NGROUPS_MAX */
@@ -99,13 +101,18 @@ static int groups_line(const char *key, const char *value, void *arg)
 	const char *p = value;
 	char *end;
 
+	if (!strcmp(key, "CapEff")) {
+		g->c->caps = strtoull(value, NULL, 16);
+		g->c->caps_read = true;
+		return 0;	/* after Groups: done */
+	}
 	if (strcmp(key, "Groups"))
 		return 1;
 	for (;;) {
 		unsigned long gid = strtoul(p, &end, 10);
 
 		if (end == p)
-			return 0;
+			return 1;	/* CapEff comes later */
 		if (g->n == CREDS_MAX_GROUPS || groups_reserve(g->c, g->n + 1))
 			return -ENOMEM;
 		g->c->groups[g->n++] = gid;
@@ -143,6 +150,8 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	int n, ret;
 
 	saved->switched = false;
+	saved->caps_read = false;
+	saved->ident.switched = false;
 	saved->groups = saved->inline_groups;
 	saved->groups_cap = UFS_CREDS_INLINE_GROUPS;
 	/*
@@ -179,9 +188,53 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	ret = thread_setfsgid(req->in->gid);
 	if (!ret)
 		ret = thread_setfsuid(req->in->uid);
+	/*
+	 * setfsuid() kept CAP_SYS_RESOURCE, with which a new inode's blocks
+	 * would come from root's reserve and past quota hard limits (ident.c):
+	 * it stays only if the caller has it.
+	 */
+	if (!ret && !(saved->caps_read ? ufs_caller_sys_resource(req, saved->caps)
+				       : req->in->uid == 0))
+		ret = ufs_ident_enter(&(struct ufs_ident){ .set = false },
+				      1ULL << CAP_SYS_RESOURCE, &saved->ident);
 	if (ret)
 		ufs_creds_leave(saved);
 	return ret;
+}
+
+void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs_file *file,
+		  struct ufs_ident *who)
+{
+	struct stat st;
+
+	*who = (struct ufs_ident){ .set = false };
+	/* Not root: the daemon's own limits are all it can give anyone. */
+	if (!fs->running_as_root)
+		return;
+	if (!req->in->pid && file) {
+		/* Writeback of the page cache: no caller, the opener pays. */
+		if (file->opener_known) {
+			*who = file->opener;
+			return;
+		}
+		/* Restored from a hand-over: its owner, without privileges. */
+		if (file->fd >= 0 && !fstat(file->fd, &st))
+			*who = (struct ufs_ident){ .uid = st.st_uid, .gid = st.st_gid, .set = true };
+		else
+			*who = (struct ufs_ident){ .uid = 65534, .gid = 65534, .set = true };
+		return;
+	}
+	who->uid = req->in->uid;
+	who->gid = req->in->gid;
+	if (who->uid == FUSE_INVALID_UIDGID || who->gid == FUSE_INVALID_UIDGID) {
+		/* An id without a mapping: fewer rights, never more. */
+		who->uid = who->gid = 65534;
+		who->set = true;
+		return;
+	}
+	who->sys_resource = ufs_caller_has_resource(req);
+	/* Root with CAP_SYS_RESOURCE is the daemon: nothing to switch. */
+	who->set = who->uid || who->gid || !who->sys_resource;
 }
 
 /*
@@ -213,6 +266,8 @@ mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode)
 
 void ufs_creds_leave(struct ufs_creds *saved)
 {
+	/* CAP_SYS_RESOURCE back before fsuid 0 raises the rest. */
+	ufs_ident_leave(&saved->ident);
 	if (!saved->switched)
 		return;
 	/*
