@@ -132,11 +132,13 @@ def check_near(got, want, what):
           f'{what}: {got} bytes through the mount, {want} natively (the reserve is root\'s)')
 
 
-def opts_for(io_path=None):
-    """allow_other, and io_path unless the variant forces its own."""
-    if io_path and 'io_path=' in (ufs.config().opts or ''):
+def opts_for(io_path=None, extra=None):
+    """allow_other, and io_path unless the variant forces it (it must agree)."""
+    forced = 'io_path=' in (ufs.config().opts or '')
+    if io_path and forced and f'io_path={io_path}' not in ufs.config().opts:
         raise ufs.Skip(f'the variant forces {ufs.config().opts}')
-    return ufs.join_opts('allow_other', f'io_path={io_path}' if io_path else None)
+    return ufs.join_opts('allow_other', f'io_path={io_path}' if io_path and not forced else None,
+                         extra)
 
 
 def reserve_case(io_path):
@@ -155,6 +157,33 @@ def reserve_case(io_path):
 
 for _p in (None, 'copy', 'passthrough'):
     reserve_case(_p)
+
+
+def write_all(path, total):
+    """Writes that the page cache takes; the errors come with fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(total // MiB):
+            with contextlib.suppress(OSError):
+                os.write(fd, b'\0' * MiB)
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@case(mount=False, user=True, root=True, timeout=120)
+def reserve_writeback():
+    """With the writeback cache the kernel writes the pages back with no
+    caller (uid 0, pid 0): the file's opener pays, not root."""
+    ufs.require_daemon()
+    with reserve_fs() as src:
+        native = native_fill(src)
+        opts = opts_for('copy', 'writeback_cache=on')
+        with ufs.Mount(opts=opts, source=src) as m:
+            as_test_user(write_all, f'{m.mnt}/f', 100 * MiB)
+        got = os.stat(f'{src}/f').st_blocks * 512
+        check_near(got, native, 'bytes written back for the user')
 
 
 @case(mount=False, user=True, root=True, timeout=120)
@@ -370,7 +399,8 @@ def many_writers():
         got = as_test_user(fill_up, f'{src}/filler')
         check_eq([g[1] for g in got], ['ENOSPC'] * 3, 'filling as the user')
         os.sync()
-        with ufs.Mount(opts=opts_for(), source=src) as m:
+        # The copy path: on the ring, one io_uring personality per writer.
+        with ufs.Mount(opts=opts_for('copy'), source=src) as m:
             for rnd in range(2):
                 for u in uids:
                     check_eq(as_ids(u, u, try_write, f'{m.mnt}/w{u}', 256 << 10), 'ENOSPC',
