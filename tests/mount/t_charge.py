@@ -276,6 +276,8 @@ def names_until_enospc(op, src_dir, dst_dir, count):
         try:
             if op == 'link':
                 os.link(f'{src_dir}/f', name)
+            elif op == 'mkdir':
+                os.mkdir(name)
             else:
                 os.rename(f'{src_dir}/f{i}', name)
         except OSError as e:
@@ -296,8 +298,8 @@ def big_xattrs(path, count):
 
 @case(mount=False, user=True, root=True, timeout=120)
 def names_and_xattrs_reserve():
-    """On a file system full for the user, link, rename and setxattr that
-    need a block fail as natively (the reserve is not theirs)."""
+    """On a file system full for the user, link, rename, setxattr and mkdir
+    that need a block fail as natively (the reserve is not theirs)."""
     ufs.require_daemon()
     uid, gid = test_ids()
     with reserve_fs() as src:
@@ -315,6 +317,7 @@ def names_and_xattrs_reserve():
         native = {
             'link': as_test_user(names_until_enospc, 'link', f'{src}/npool', f'{src}/ndst', 64),
             'xattr': as_test_user(big_xattrs, f'{src}/nx/f', 64),
+            'mkdir': as_test_user(names_until_enospc, 'mkdir', None, f'{src}/nx', 64),
         }
         for what, res in native.items():
             check_eq(res[1], 'ENOSPC', f'natively, {what} as the user')
@@ -324,6 +327,9 @@ def names_and_xattrs_reserve():
             check_eq(got[1], 'ENOSPC', f'links through the mount ({got[0]} made)')
             got = as_test_user(big_xattrs, f'{m.mnt}/mx/f', 64)
             check_eq(got[1], 'ENOSPC', f'xattr blocks through the mount ({got[0]} made)')
+            # A creating call runs as the caller, without root's CAP_SYS_RESOURCE.
+            got = as_test_user(names_until_enospc, 'mkdir', None, f'{m.mnt}/mx', 64)
+            check_eq(got[1], 'ENOSPC', f'mkdir through the mount ({got[0]} made)')
         # rename: its own run, on the directories the links left alone
         os.mkdir(f'{src}/nr')
         os.mkdir(f'{src}/mr')
