@@ -145,6 +145,16 @@ static int extension_groups(const struct ufs_req *req, struct ufs_creds *c)
 	return n;
 }
 
+/* CAP_SYS_RESOURCE of the caller: from the CapEff read with its groups, if it was. */
+static bool caller_has_resource(const struct ufs_req *req, const struct ufs_creds *c)
+{
+	if (c->caps_read)
+		return ufs_caller_sys_resource(req, c->caps);
+	return req->in->uid == 0;
+}
+
+static const struct ufs_ident no_switch = { .set = false };
+
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved)
 {
 	int n, ret;
@@ -183,8 +193,9 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	if (ret)
 		return ret;
 	saved->switched = true;
-	saved->uid = 0;
-	saved->gid = 0;
+	/* Not always 0: a RENAME's whiteout is made inside its caller's limits (dispatch.c). */
+	saved->uid = setfsuid(-1);
+	saved->gid = setfsgid(-1);
 	ret = thread_setfsgid(req->in->gid);
 	if (!ret)
 		ret = thread_setfsuid(req->in->uid);
@@ -193,10 +204,8 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	 * would come from root's reserve and past quota hard limits (ident.c):
 	 * it stays only if the caller has it.
 	 */
-	if (!ret && !(saved->caps_read ? ufs_caller_sys_resource(req, saved->caps)
-				       : req->in->uid == 0))
-		ret = ufs_ident_enter(&(struct ufs_ident){ .set = false },
-				      1ULL << CAP_SYS_RESOURCE, &saved->ident);
+	if (!ret && !caller_has_resource(req, saved))
+		ret = ufs_ident_enter(&no_switch, 1ULL << CAP_SYS_RESOURCE, &saved->ident);
 	if (ret)
 		ufs_creds_leave(saved);
 	return ret;
@@ -211,17 +220,19 @@ void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs
 	/* Not root: the daemon's own limits are all it can give anyone. */
 	if (!fs->running_as_root)
 		return;
-	if (!req->in->pid && file) {
+	if (file) {
 		/* Writeback of the page cache: no caller, the opener pays. */
 		if (file->opener_known) {
 			*who = file->opener;
 			return;
 		}
 		/* Restored from a hand-over: its owner, without privileges. */
-		if (file->fd >= 0 && !fstat(file->fd, &st))
-			*who = (struct ufs_ident){ .uid = st.st_uid, .gid = st.st_gid, .set = true };
-		else
-			*who = (struct ufs_ident){ .uid = 65534, .gid = 65534, .set = true };
+		who->uid = who->gid = 65534;
+		if (file->fd >= 0 && !fstat(file->fd, &st)) {
+			who->uid = st.st_uid;
+			who->gid = st.st_gid;
+		}
+		who->set = true;
 		return;
 	}
 	who->uid = req->in->uid;

@@ -268,7 +268,11 @@ void ufs_creds_leave(struct ufs_creds *saved);
 bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
 /* The mode a creating call may give its new inode. */
 mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
-/* Whose limits a call of req meets (file: its open file, or NULL). */
+/*
+ * Whose limits a call of req meets: its caller's, or with file (a write
+ * from the page cache, FUSE_WRITE_CACHE, or one with no caller) that
+ * file's opener's.
+ */
 void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs_file *file,
 		  struct ufs_ident *who);
 

@@ -131,7 +131,12 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 		.bounce = (file->flags & O_DIRECT) != 0,
 		.done = write_done,
 	};
-	ufs_ident_of(fs, req, file, &req->io.who);
+	/*
+	 * The kernel writes its page cache back with credentials of its own
+	 * (none, or a flusher's, by kernel version): the opener pays.
+	 */
+	ufs_ident_of(fs, req, (in->write_flags & FUSE_WRITE_CACHE) || !req->in->pid ? file : NULL,
+		     &req->io.who);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -193,7 +198,7 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 		.mode = in->mode,
 		.done = status_done,
 	};
-	ufs_ident_of(fs, req, file, &req->io.who);
+	ufs_ident_of(fs, req, req->in->pid ? NULL : file, &req->io.who);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -250,7 +255,7 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 		.mode = (int)in->flags,
 		.done = done,
 	};
-	ufs_ident_of(fs, req, dst, &req->io.who);
+	ufs_ident_of(fs, req, req->in->pid ? NULL : dst, &req->io.who);
 	ufs_copy_start(&fs->copies, req);
 	return -UFS_EQUEUED;
 }

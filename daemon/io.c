@@ -57,12 +57,13 @@ void ufs_io_run_sync(struct ufs_req *req)
 	ssize_t res;
 
 	/* Space goes on the writer's account (ident.c); reads and syncs use none. */
-	res = io->op == UFS_IO_WRITE || io->op == UFS_IO_FALLOCATE ?
-		      ufs_ident_enter(&io->who, 0, &saved) :
-		      (saved.switched = false, 0);
-	if (res) {
-		io->done(req, res);
-		return;
+	saved.switched = false;
+	if (io->op == UFS_IO_WRITE || io->op == UFS_IO_FALLOCATE) {
+		res = ufs_ident_enter(&io->who, 0, &saved);
+		if (res) {
+			io->done(req, res);
+			return;
+		}
 	}
 	io->done_bytes = 0;
 	for (;;) {
