@@ -106,6 +106,10 @@ int ufs_ident_enter(const struct ufs_ident *who, uint64_t drop, struct ufs_ident
 	}
 	effective[0] = saved->effective[0] & ~(uint32_t)drop;
 	effective[1] = saved->effective[1] & ~(uint32_t)(drop >> 32);
+	/* Nothing to drop (a daemon without CAP_SYS_RESOURCE), no fsuid change: done. */
+	if (!saved->fsuid_changed && effective[0] == saved->effective[0] &&
+	    effective[1] == saved->effective[1])
+		return 0;
 	saved->switched = true;
 	/* Also raises again what setfsuid() dropped: the daemon decides as before. */
 	ret = caps_set(saved, effective);

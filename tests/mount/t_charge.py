@@ -186,16 +186,24 @@ def reserve_writeback():
         check_near(got, native, 'bytes written back for the user')
 
 
-@case(mount=False, user=True, root=True, timeout=120)
-def reserve_shared_backing():
-    """Root opens the file first (a passthrough backing registered as root),
-    then the user writes it: still the user's limits; root's own writes
-    through its open still get the reserve."""
+def shared_case(io_path):
+    def run():
+        shared_open(io_path)
+    run.__name__ = f'reserve_root_opened_first_{io_path}'
+    run.__doc__ = f"Root opens the file first, then the user writes it (io_path={io_path})."
+    case(mount=False, user=True, root=True, timeout=120)(run)
+
+
+def shared_open(io_path):
+    """Root opens the file first (with passthrough: the inode's backing file
+    registered as root, shared by every open), then the user writes it:
+    still the user's limits; root's own writes through its open still get
+    the reserve."""
     ufs.require_daemon()
     uid, gid = test_ids()
     with reserve_fs() as src:
         native = native_fill(src)
-        with ufs.Mount(opts=opts_for(), source=src) as m:
+        with ufs.Mount(opts=opts_for(io_path), source=src) as m:
             path = f'{m.mnt}/f'
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
             try:
@@ -208,6 +216,10 @@ def reserve_shared_backing():
                 check_eq(n, MiB, 'root\'s write into the reserve')
             finally:
                 os.close(fd)
+
+
+for _p in ('passthrough', 'copy'):
+    shared_case(_p)
 
 
 def fallocate(path, length):
