@@ -12,12 +12,12 @@
  * lines come before every other one that is read here.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <linux/capability.h>
 
 #include "caller.h"
 #include "fuse_abi.h"

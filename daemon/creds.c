@@ -13,7 +13,9 @@
  * and a rename's whiteout (and ACCESS, which asks exactly this question)
  * the worker thread takes the caller's fsuid, fsgid and all of its
  * supplementary groups, and the backing file system decides as it would
- * for a local call.  LINK and RENAME create no inode and run as the daemon.
+ * for a local call.  LINK and RENAME create no inode and run as the daemon,
+ * with the caller's limits (ident.c, dispatch.c).  The caller keeps
+ * CAP_SYS_RESOURCE here only if it holds it (reserved blocks, quotas).
  *
  * The kernel sends no supplementary groups but, with FUSE_CREATE_SUPP_GROUP,
  * the parent directory's group when the caller is in it.  The full list is
