@@ -496,3 +496,36 @@ def quota_case(kind):
 
 for _k in (USRQUOTA, GRPQUOTA, PRJQUOTA):
     quota_case(_k)
+
+
+def chgrp(path, gid):
+    try:
+        os.chown(path, -1, gid)
+        return None
+    except OSError as e:
+        return errno.errorcode.get(e.errno, e.errno)
+
+
+@case(mount=False, user=True, root=True, timeout=180)
+def quota_chgrp():
+    """chgrp moves a file's blocks to the new group's quota: past its hard
+    limit that fails for the user as natively (the daemon's CAP_SYS_RESOURCE
+    would waive it)."""
+    ufs.require_daemon()
+    require_quota()
+    uid, gid = test_ids()
+    grp_gid = ufs.test_group().gr_gid
+    with reserve_fs(reserve=0, features='quota', mount_opts='usrquota,grpquota') as src:
+        dev = subprocess.run(['findmnt', '-no', 'SOURCE', '--target', src],
+                             capture_output=True, text=True).stdout.strip()
+        for name in ('n', 'm'):
+            ufs.write_file(f'{src}/{name}', b'\4' * (4 * MiB))
+            os.chown(f'{src}/{name}', uid, gid)
+        os.sync()
+        set_block_limit(dev, GRPQUOTA, grp_gid, MiB)
+        groups = [gid, grp_gid]
+        native = ufs.as_user(chgrp, f'{src}/n', grp_gid, groups=groups)
+        check_eq(native, 'EDQUOT', 'natively, chgrp past the group\'s hard limit')
+        with ufs.Mount(opts=opts_for(), source=src) as m:
+            got = ufs.as_user(chgrp, f'{m.mnt}/m', grp_gid, groups=groups)
+        check_eq(got, native, 'chgrp through the mount')
