@@ -12,10 +12,12 @@
  * lines come before every other one that is read here.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "caller.h"
 #include "fuse_abi.h"
@@ -119,4 +121,53 @@ int ufs_caller_signalled(const struct ufs_req *req)
 		return ret;
 	/* Ignored signals are never queued: a pending one will be delivered. */
 	return ((m.pending | m.shared) & ~m.blocked) != 0;
+}
+
+/* The first line of a small proc file, for comparing. */
+static bool read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return n > 0;
+}
+
+/*
+ * Is the caller in the daemon's user namespace?  Capabilities held in
+ * another one (a container's root) say nothing about ours.  Compared by
+ * the namespace's inode; if that cannot be read, by the uid maps, which
+ * differ between a namespace and its parent unless both are the initial
+ * identity map.
+ */
+static bool caller_in_our_userns(const struct ufs_req *req)
+{
+	char path[48], theirs[256], ours[256];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/user", req->in->pid);
+	if (!stat(path, &a) && !stat("/proc/self/ns/user", &b))
+		return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	snprintf(path, sizeof(path), "/proc/%u/uid_map", req->in->pid);
+	return read_small(path, theirs, sizeof(theirs)) &&
+	       read_small("/proc/self/uid_map", ours, sizeof(ours)) && !strcmp(theirs, ours);
+}
+
+bool ufs_caller_sys_resource(const struct ufs_req *req, uint64_t caps)
+{
+	return ((caps >> CAP_SYS_RESOURCE) & 1) && caller_in_our_userns(req);
+}
+
+bool ufs_caller_has_resource(const struct ufs_req *req)
+{
+	struct caller_masks m = { .left = 4 };
+
+	/* Unknown (no pid in our namespace, or gone): as ufs_caller_capable. */
+	if (ufs_caller_status(req, masks_line, &m))
+		return req->in->uid == 0;
+	return ufs_caller_sys_resource(req, m.caps);
 }

@@ -6,6 +6,7 @@
 #define UFS_CALLER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct ufs_req;
 
@@ -21,6 +22,13 @@ int ufs_caller_status(const struct ufs_req *req, ufs_caller_line_fn *fn, void *a
 
 /* Does the caller hold capability cap (CAP_FSETID ...)?  Unreadable: uid 0 does. */
 bool ufs_caller_capable(const struct ufs_req *req, int cap);
+
+/*
+ * Does the caller's CAP_SYS_RESOURCE count here: held (in caps, its CapEff,
+ * or read now) and in the daemon's user namespace?  Unreadable: uid 0's does.
+ */
+bool ufs_caller_sys_resource(const struct ufs_req *req, uint64_t caps);
+bool ufs_caller_has_resource(const struct ufs_req *req);
 
 /*
  * Has the caller a signal pending that it does not block?  1 or 0, or a

@@ -200,7 +200,13 @@ static void copy_end(struct ufs_copy_job *job)
 static void copy_run_calls(struct ufs_copy_job *job)
 {
 	struct ufs_io *io = &job->req->io;
+	struct ufs_ident_saved saved;
+	int err = ufs_ident_enter(&io->who, 0, &saved);
 
+	if (err) {
+		chunk_progress(job, err);
+		return;
+	}
 	do {
 		loff_t in, out;
 		ssize_t n;
@@ -214,6 +220,7 @@ static void copy_run_calls(struct ufs_copy_job *job)
 		if (!chunk_progress(job, n < 0 ? -errno : n))
 			break;
 	} while (true);
+	ufs_ident_leave(&saved);
 }
 
 /* ---- the lane: one copy at a time per worker ---- */

@@ -13,7 +13,9 @@
  * and a rename's whiteout (and ACCESS, which asks exactly this question)
  * the worker thread takes the caller's fsuid, fsgid and all of its
  * supplementary groups, and the backing file system decides as it would
- * for a local call.  LINK and RENAME create no inode and run as the daemon.
+ * for a local call.  LINK and RENAME create no inode and run as the daemon,
+ * with the caller's limits (ident.c, dispatch.c).  The caller keeps
+ * CAP_SYS_RESOURCE here only if it holds it (reserved blocks, quotas).
  *
  * The kernel sends no supplementary groups but, with FUSE_CREATE_SUPP_GROUP,
  * the parent directory's group when the caller is in it.  The full list is
@@ -30,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,7 @@
 
 #include "caller.h"
 #include "fs.h"
+#include "ident.h"
 #include "log.h"
 
 #define CREDS_MAX_GROUPS 65536	/* NGROUPS_MAX */
@@ -99,13 +103,18 @@ static int groups_line(const char *key, const char *value, void *arg)
 	const char *p = value;
 	char *end;
 
+	if (!strcmp(key, "CapEff")) {
+		g->c->caps = strtoull(value, NULL, 16);
+		g->c->caps_read = true;
+		return 0;	/* after Groups: done */
+	}
 	if (strcmp(key, "Groups"))
 		return 1;
 	for (;;) {
 		unsigned long gid = strtoul(p, &end, 10);
 
 		if (end == p)
-			return 0;
+			return 1;	/* CapEff comes later */
 		if (g->n == CREDS_MAX_GROUPS || groups_reserve(g->c, g->n + 1))
 			return -ENOMEM;
 		g->c->groups[g->n++] = gid;
@@ -138,11 +147,23 @@ static int extension_groups(const struct ufs_req *req, struct ufs_creds *c)
 	return n;
 }
 
+/* CAP_SYS_RESOURCE of the caller: from the CapEff read with its groups, if it was. */
+static bool caller_has_resource(const struct ufs_req *req, const struct ufs_creds *c)
+{
+	if (c->caps_read)
+		return ufs_caller_sys_resource(req, c->caps);
+	return req->in->uid == 0;
+}
+
+static const struct ufs_ident no_switch = { .set = false };
+
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved)
 {
 	int n, ret;
 
 	saved->switched = false;
+	saved->caps_read = false;
+	saved->ident.switched = false;
 	saved->groups = saved->inline_groups;
 	saved->groups_cap = UFS_CREDS_INLINE_GROUPS;
 	/*
@@ -174,14 +195,59 @@ int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_cre
 	if (ret)
 		return ret;
 	saved->switched = true;
-	saved->uid = 0;
-	saved->gid = 0;
+	/* Not always 0: a RENAME's whiteout is made inside its caller's limits (dispatch.c). */
+	saved->uid = setfsuid(-1);
+	saved->gid = setfsgid(-1);
 	ret = thread_setfsgid(req->in->gid);
 	if (!ret)
 		ret = thread_setfsuid(req->in->uid);
+	/*
+	 * setfsuid() kept CAP_SYS_RESOURCE, with which a new inode's blocks
+	 * would come from root's reserve and past quota hard limits (ident.c):
+	 * it stays only if the caller has it.
+	 */
+	if (!ret && !caller_has_resource(req, saved))
+		ret = ufs_ident_enter(&no_switch, 1ULL << CAP_SYS_RESOURCE, &saved->ident);
 	if (ret)
 		ufs_creds_leave(saved);
 	return ret;
+}
+
+void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs_file *file,
+		  struct ufs_ident *who)
+{
+	struct stat st;
+
+	*who = (struct ufs_ident){ .set = false };
+	/* Not root: the daemon's own limits are all it can give anyone. */
+	if (!fs->running_as_root)
+		return;
+	if (file) {
+		/* Writeback of the page cache: no caller, the opener pays. */
+		if (file->opener_known) {
+			*who = file->opener;
+			return;
+		}
+		/* Restored from a hand-over: its owner, without privileges. */
+		who->uid = who->gid = 65534;
+		if (file->fd >= 0 && !fstat(file->fd, &st)) {
+			who->uid = st.st_uid;
+			who->gid = st.st_gid;
+		}
+		who->set = true;
+		return;
+	}
+	who->uid = req->in->uid;
+	who->gid = req->in->gid;
+	if (who->uid == FUSE_INVALID_UIDGID || who->gid == FUSE_INVALID_UIDGID) {
+		/* An id without a mapping: fewer rights, never more. */
+		who->uid = who->gid = 65534;
+		who->set = true;
+		return;
+	}
+	who->sys_resource = ufs_caller_has_resource(req);
+	/* Root with CAP_SYS_RESOURCE is the daemon: nothing to switch. */
+	who->set = who->uid || who->gid || !who->sys_resource;
 }
 
 /*
@@ -213,6 +279,8 @@ mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode)
 
 void ufs_creds_leave(struct ufs_creds *saved)
 {
+	/* CAP_SYS_RESOURCE back before fsuid 0 raises the rest. */
+	ufs_ident_leave(&saved->ident);
 	if (!saved->switched)
 		return;
 	/*

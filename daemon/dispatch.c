@@ -68,6 +68,44 @@ static const ufs_handler_fn handlers[] = {
 
 #define HANDLER_COUNT (sizeof(handlers) / sizeof(handlers[0]))
 
+/*
+ * Calls that can take space (a directory block, an xattr block, a quota
+ * transfer to a new owner) without creating an inode: the caller's limits
+ * around the whole handler (ident.c).  Data writes take them in their I/O
+ * engine; creating calls run as the caller (creds.c).
+ */
+static bool charged_call(uint32_t opcode)
+{
+	switch (opcode) {
+	case FUSE_LINK:
+	case FUSE_RENAME:
+	case FUSE_RENAME2:
+	case FUSE_SETXATTR:
+	case FUSE_SETATTR:
+	case FUSE_IOCTL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static ssize_t run_handler(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct ufs_ident_saved saved;
+	struct ufs_ident who;
+	ssize_t res;
+
+	if (!charged_call(req->in->opcode))
+		return handlers[req->in->opcode](fs, req);
+	ufs_ident_of(fs, req, NULL, &who);
+	res = ufs_ident_enter(&who, 0, &saved);
+	if (res)
+		return res;
+	res = handlers[req->in->opcode](fs, req);
+	ufs_ident_leave(&saved);
+	return res;
+}
+
 static struct ufs_stats *req_stats(struct ufs_req *req)
 {
 	return req->worker ? &req->worker->stats : NULL;
@@ -169,7 +207,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 			return;
 		}
 	}
-	res = handlers[req->in->opcode](fs, req);
+	res = run_handler(fs, req);
 	if (res != -UFS_EQUEUED)
 		ufs_req_done(req, res);
 }

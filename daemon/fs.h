@@ -67,6 +67,9 @@ struct ufs_inode {
 	 */
 	uint32_t pt_writers;
 	int backing_id;			/* UFS_IO_PASSTHROUGH: the kernel's id */
+	/* the identity the kernel's passthrough writes have (registered as) */
+	struct ufs_ident backing_who;
+	bool backing_who_known;		/* false: restored from a hand-over */
 	enum ufs_backing_fs backing_fs;	/* set once, atomically, at the first open */
 	char control;			/* 1: the stats control file (no backing) */
 };
@@ -104,6 +107,9 @@ struct ufs_file {
 	struct ufs_inode *inode;	/* holds a ref */
 	bool is_dir;
 	enum ufs_io_mode io_mode;	/* counted in inode->io_opens unless NONE */
+	/* whose limits its writes meet when no caller is known (writeback) */
+	struct ufs_ident opener;
+	bool opener_known;		/* false: restored from a hand-over */
 	/* directory stream; protected by dir_lock */
 	pthread_mutex_t dir_lock;
 	uint64_t dir_offset;		/* cookie the next getdents starts from */
@@ -269,12 +275,22 @@ struct ufs_creds {
 	gid_t *groups;
 	size_t groups_cap;
 	gid_t inline_groups[UFS_CREDS_INLINE_GROUPS];
+	uint64_t caps;			/* the caller's CapEff, once read */
+	bool caps_read;
+	struct ufs_ident_saved ident;	/* CAP_SYS_RESOURCE dropped */
 };
 int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
 void ufs_creds_leave(struct ufs_creds *saved);
 bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
 /* The mode a creating call may give its new inode. */
 mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
+/*
+ * Whose limits a call of req meets: its caller's, or with file (a write
+ * from the page cache, FUSE_WRITE_CACHE, or one with no caller) that
+ * file's opener's.
+ */
+void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs_file *file,
+		  struct ufs_ident *who);
 
 /* fs_shared.c: what the handlers share */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);

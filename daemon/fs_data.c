@@ -108,6 +108,30 @@ static void write_done(struct ufs_req *req, ssize_t res)
 	ufs_req_complete(req, sizeof(*out));
 }
 
+/*
+ * Whose limits a data call meets (ident.c): the caller's, read from its
+ * /proc entry, or the opener's (from_cache, or no caller).  A caller with
+ * the opener's ids takes the opener's record when that holds no
+ * CAP_SYS_RESOURCE: no /proc read per write, and at worst fewer rights
+ * (a process with CAP_SYS_RESOURCE writing through another's descriptor).
+ */
+static void writer_ident(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
+			 bool from_cache, struct ufs_ident *who)
+{
+	const struct ufs_ident *o = &file->opener;
+
+	if (from_cache || !req->in->pid) {
+		ufs_ident_of(fs, req, file, who);
+		return;
+	}
+	if (file->opener_known && o->set && !o->sys_resource && o->uid == req->in->uid &&
+	    o->gid == req->in->gid) {
+		*who = *o;
+		return;
+	}
+	ufs_ident_of(fs, req, NULL, who);
+}
+
 ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_write_in *in = req->args.op;
@@ -131,6 +155,11 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 		.bounce = (file->flags & O_DIRECT) != 0,
 		.done = write_done,
 	};
+	/*
+	 * The kernel writes its page cache back with credentials of its own
+	 * (none, or a flusher's, by kernel version): the opener pays.
+	 */
+	writer_ident(fs, req, file, in->write_flags & FUSE_WRITE_CACHE, &req->io.who);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -192,6 +221,7 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 		.mode = in->mode,
 		.done = status_done,
 	};
+	writer_ident(fs, req, file, false, &req->io.who);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -248,6 +278,7 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 		.mode = (int)in->flags,
 		.done = done,
 	};
+	writer_ident(fs, req, dst, false, &req->io.who);
 	ufs_copy_start(&fs->copies, req);
 	return -UFS_EQUEUED;
 }

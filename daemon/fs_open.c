@@ -62,6 +62,9 @@ static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *f
 	uint64_t fh;
 	int ret;
 
+	/* Whose limits its writeback and its passthrough writes meet (ident.c). */
+	ufs_ident_of(fs, req, NULL, &file->opener);
+	file->opener_known = true;
 	ret = ufs_io_path_open(fs, req, file, &open_flags, &backing_id);
 	if (!ret)
 		ret = ufs_file_register(fs, file, &fh);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "ident.h"
 #include "io.h"
 
 bool ufs_io_progress(struct ufs_io *io, ssize_t res, ssize_t *res_out)
@@ -52,8 +53,18 @@ static ssize_t io_step(struct ufs_io *io)
 void ufs_io_run_sync(struct ufs_req *req)
 {
 	struct ufs_io *io = &req->io;
+	struct ufs_ident_saved saved;
 	ssize_t res;
 
+	/* Space goes on the writer's account (ident.c); reads and syncs use none. */
+	saved.switched = false;
+	if (io->op == UFS_IO_WRITE || io->op == UFS_IO_FALLOCATE) {
+		res = ufs_ident_enter(&io->who, 0, &saved);
+		if (res) {
+			io->done(req, res);
+			return;
+		}
+	}
 	io->done_bytes = 0;
 	for (;;) {
 		res = io_step(io);
@@ -64,5 +75,6 @@ void ufs_io_run_sync(struct ufs_req *req)
 		if (ufs_io_progress(io, res, &res))
 			break;
 	}
+	ufs_ident_leave(&saved);
 	io->done(req, res);
 }

@@ -9,6 +9,8 @@
  *    passthrough writes with the credentials of the BACKING_OPEN caller
  *    (fs/fuse/backing.c: fb->cred = prepare_creds()), and the backing file
  *    system clears set-id bits on a write only for a writer without it;
+ *  - and as the inode's first opener's identity for limits (ident.c): a
+ *    later writer with other limits gets FOPEN_DIRECT_IO with it;
  *  - set-id files stay on the daemon path, where the kernel tells the daemon
  *    per write whether its caller may keep the bits (FUSE_WRITE_KILL_SUIDGID);
  *    a set-uid bit, or a set-gid bit with group execute, set while the file
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "ident.h"
 #include "log.h"
 #include "passthrough.h"
 #include "session.h"
@@ -129,43 +132,22 @@ enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd, 
 }
 
 /*
- * The calling thread's effective CAP_FSETID off (drop) or back on.
- * Returns whether it was on before dropping, or -errno.
+ * BACKING_OPEN of fd as who: the new id, or -errno.  The kernel keeps the
+ * caller's credentials for every passthrough write (fb->cred), so they are
+ * the first opener's limits (ident.c), with CAP_FSETID dropped.
  */
-static int fsetid_effective(bool drop)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-	uint32_t bit = CAP_TO_MASK(CAP_FSETID);
-	unsigned int i = CAP_TO_INDEX(CAP_FSETID);
-	bool was;
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -errno;
-	was = data[i].effective & bit;
-	if (drop == !was)
-		return was;
-	if (drop)
-		data[i].effective &= ~bit;
-	else
-		data[i].effective |= bit;
-	/* capset(2) with pid 0 changes the calling thread only. */
-	return syscall(SYS_capset, &hdr, data) ? -errno : was;
-}
-
-/* BACKING_OPEN of fd: the new id, or -errno. */
-static int backing_open(struct ufs_fs *fs, int fd)
+static int backing_open(struct ufs_fs *fs, int fd, const struct ufs_ident *who)
 {
 	struct fuse_backing_map map = { .fd = fd };
-	int had_fsetid, id, err;
+	struct ufs_ident_saved saved;
+	int id, err;
 
-	had_fsetid = fsetid_effective(true);
-	if (had_fsetid < 0)
-		return had_fsetid;
+	err = ufs_ident_enter(who, 1ULL << CAP_FSETID, &saved);
+	if (err)
+		return err;
 	id = ioctl(fs->dev_fd, FUSE_DEV_IOC_BACKING_OPEN, &map);
 	err = errno;
-	if (had_fsetid && fsetid_effective(false) < 0)
-		ufs_log_once(UFS_LOG_ERR, "passthrough: CAP_FSETID not restored: %m");
+	ufs_ident_leave(&saved);
 	if (id < 0)
 		return -err;
 	__atomic_fetch_add(&fs->backing_ids, 1, __ATOMIC_RELAXED);
@@ -276,7 +258,7 @@ static int first_open(struct ufs_fs *fs, struct ufs_file *file, enum ufs_pt_refu
 	*why = backing_attrs(file->fd);
 	if (*why != UFS_PT_REFUSED_COUNT)
 		return -1;
-	id = backing_open(fs, file->fd);
+	id = backing_open(fs, file->fd, &file->opener);
 	if (id >= 0)
 		return id;
 	if (id == -EPERM) {
@@ -374,7 +356,7 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	struct ufs_inode *inode = file->inode;
 	enum ufs_pt_refusal why = UFS_PT_REFUSED_COUNT;
 	enum ufs_io_mode mode = UFS_IO_DAEMON;
-	bool first_writer = false;
+	bool first_writer = false, direct = false;
 	int ret = 0, id;
 
 	*backing_id = 0;
@@ -400,6 +382,8 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 			id = first_open(fs, file, &why);
 			if (id >= 0) {
 				inode->backing_id = id;
+				inode->backing_who = file->opener;
+				inode->backing_who_known = true;
 				mode = UFS_IO_PASSTHROUGH;
 			}
 		}
@@ -408,6 +392,16 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	case UFS_IO_PASSTHROUGH:
 		ret = join_passthrough(file);
 		mode = UFS_IO_PASSTHROUGH;
+		/*
+		 * The backing file writes with its first opener's limits: a
+		 * writer with other limits (root's included) writes through
+		 * the daemon, which charges it (FOPEN_DIRECT_IO overrides
+		 * FOPEN_PASSTHROUGH for read and write, fs/fuse/file.c; a
+		 * mapping still goes to the backing file).
+		 */
+		direct = (file->flags & O_ACCMODE) != O_RDONLY &&
+			 (!inode->backing_who_known ||
+			  !ufs_ident_equal(&inode->backing_who, &file->opener));
 		break;
 	case UFS_IO_DAEMON:
 		why = UFS_PT_REFUSED_MIXED;
@@ -436,7 +430,7 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	count_refusal(req, why);
 	/* Only these may go with it (iomode.c: FOPEN_PASSTHROUGH_MASK). */
 	if (mode == UFS_IO_PASSTHROUGH)
-		*open_flags = FOPEN_PASSTHROUGH |
+		*open_flags = FOPEN_PASSTHROUGH | (direct ? FOPEN_DIRECT_IO : 0) |
 			      (*open_flags & (FOPEN_PARALLEL_DIRECT_WRITES | FOPEN_NOFLUSH));
 out:
 	if (!(*open_flags & FOPEN_PASSTHROUGH) && append_only_writer(file))
@@ -490,6 +484,8 @@ int ufs_io_path_restore(struct ufs_fs *fs, struct ufs_file *file, enum ufs_io_mo
 	pthread_mutex_lock(&inode->lock);
 	if (inode->io_mode == UFS_IO_NONE) {
 		inode->io_mode = mode;
+		/* Whose credentials the kernel's backing file has is not recorded. */
+		inode->backing_who_known = false;
 		inode->backing_id = mode == UFS_IO_PASSTHROUGH ? backing_id : 0;
 		if (mode == UFS_IO_PASSTHROUGH)
 			__atomic_fetch_add(&fs->backing_ids, 1, __ATOMIC_RELAXED);

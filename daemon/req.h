@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "fuse_abi.h"
+#include "ident.h"
 
 /*
  * Handler result meaning "the reply comes later" (an I/O on the worker's
@@ -70,6 +71,7 @@ struct ufs_io {
 	bool bounce;			/* O_DIRECT backing: data must pass through memory */
 	int fd_in;			/* COPY source */
 	uint64_t off_in;
+	struct ufs_ident who;		/* whose limits it meets (ident.h) */
 	void (*done)(struct ufs_req *req, ssize_t res);
 };
 

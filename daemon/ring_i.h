@@ -177,6 +177,9 @@ struct ring_queue {
 	int held;				/* owner only: entries held by them; atomic */
 };
 
+/* Writer identities a worker keeps registered with its ring (ring_io.c). */
+#define RING_PERSONAS 16
+
 struct ring_worker {
 	struct ufs_worker *w;			/* back pointer */
 	struct ufs_uring *u;			/* back pointer */
@@ -214,6 +217,13 @@ struct ring_worker {
 	unsigned int live_ents;			/* entries the kernel may still complete */
 	unsigned int ios_inflight;
 	struct io_uring_sqe *last_sqe;		/* the one ring_get_sqe() gave out last */
+	/* io_uring personalities: writers' identities, least recently used evicted */
+	struct ring_persona {
+		struct ufs_ident who;
+		uint64_t used;			/* persona_clock at its last use; 0: free */
+		uint16_t id;
+	} personas[RING_PERSONAS];
+	uint64_t persona_clock;
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;
 	/* replies and copy cancels from other threads */

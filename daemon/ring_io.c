@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ident.h"
 #include "io.h"
 #include "log.h"
 #include "ring_i.h"
@@ -62,11 +63,70 @@ static void prep_bounce_in(struct ring_worker *rw, struct ring_ent *ent, struct 
 				  (uint64_t)ent->idx * rw->u->max_payload, ent->slot);
 }
 
-static void ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
+/*
+ * The personality of the writer's identity (ident.c): io_uring runs an SQE
+ * that names one with the credentials registered under it, so the backing
+ * file system charges the writer, not the worker.  Kept per worker, the
+ * least recently used one replaced.  Returns the id, 0 for the worker's
+ * own credentials, or -errno.
+ */
+static int ring_personality(struct ring_worker *rw, const struct ufs_ident *who)
+{
+	struct ring_persona *p, *victim = &rw->personas[0];
+	struct ufs_ident_saved saved;
+	int id, ret;
+
+	if (!who->set)
+		return 0;
+	for (p = rw->personas; p < rw->personas + RING_PERSONAS; p++) {
+		if (p->used && ufs_ident_equal(&p->who, who)) {
+			p->used = ++rw->persona_clock;
+			return p->id;
+		}
+		if (p->used < victim->used)
+			victim = p;
+	}
+	if (victim->used) {
+		/*
+		 * An SQE takes its personality's credentials when it is
+		 * submitted: submit those prepared with the victim first.
+		 */
+		io_uring_submit(&rw->ring);
+		io_uring_unregister_personality(&rw->ring, victim->id);
+		victim->used = 0;
+	}
+	ret = ufs_ident_enter(who, 0, &saved);
+	if (ret)
+		return ret;
+	id = io_uring_register_personality(&rw->ring);
+	ufs_ident_leave(&saved);
+	if (id < 0)
+		return id;
+	victim->who = *who;
+	victim->id = id;
+	victim->used = ++rw->persona_clock;
+	return id;
+}
+
+/* Prepares req's next SQE; false if it could not and req is done. */
+static bool ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
 {
 	struct ring_ent *ent = ring_req_to_ent(req);
 	struct ufs_io *io = &req->io;
-	struct io_uring_sqe *sqe = ring_get_sqe(rw);
+	/* The copy of the client's pages into the bounce region uses no space. */
+	bool charged = io->op != UFS_IO_READ && io->op != UFS_IO_FSYNC &&
+		       io->op != UFS_IO_FDATASYNC && ent->state != RING_ENT_BOUNCE_IN;
+	int personality = charged ? ring_personality(rw, &io->who) : 0;
+	struct io_uring_sqe *sqe;
+
+	if (personality < 0) {
+		/* Never as the worker: that would be root's space again. */
+		ufs_log_once(UFS_LOG_ERR, "worker %u: no io_uring personality for uid %u: %s",
+			     rw->w->id, io->who.uid, strerror(-personality));
+		io->done(req, personality);
+		return false;
+	}
+	sqe = ring_get_sqe(rw);
 	char *buf = (char *)io->buf + io->done_bytes;
 	void *slot_addr = (void *)(uintptr_t)io->done_bytes;
 	size_t left = io->len - io->done_bytes;
@@ -100,8 +160,10 @@ static void ring_io_prep(struct ring_worker *rw, struct ufs_req *req)
 		prep_copy_file_range(sqe, io);
 		break;
 	}
+	sqe->personality = personality;
 	io_uring_sqe_set_data(sqe, ring_tag(req, RING_TAG_IO));
 	rw->ios_inflight++;
+	return true;
 }
 
 /*
@@ -202,8 +264,8 @@ void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res)
 	}
 	if (res == -EAGAIN) {
 		/* A file that would block: retry from io-wq, where it may. */
-		ring_io_prep(rw, req);
-		io_uring_sqe_set_flags(ring_last_sqe(rw), IOSQE_ASYNC);
+		if (ring_io_prep(rw, req))
+			io_uring_sqe_set_flags(ring_last_sqe(rw), IOSQE_ASYNC);
 		return;
 	}
 	if (!ufs_io_progress(io, res, &result)) {
