@@ -212,6 +212,9 @@ static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
 	case RING_TAG_SLOT:
 		ring_zc_slot_done(rw, p, cqe->res);
 		break;
+	case RING_TAG_GUARD:
+		ring_exit_guard_done(rw, cqe->res);
+		break;
 	case RING_TAG_SETUP:
 		break;
 	}
