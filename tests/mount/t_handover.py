@@ -15,7 +15,6 @@ No process may see an error, fio's verification must pass, and both locks
 must still be held when the new daemon serves.
 """
 
-import ctypes
 import errno
 import os
 import shutil
@@ -23,6 +22,7 @@ import signal
 import socket
 import stat
 import subprocess
+import threading
 import time
 
 import fake_systemd
@@ -229,32 +229,6 @@ def bad_successor_leaves_mount():
         sd.close()
 
 
-def hold_rings(pid):
-    """Duplicates of every io_uring descriptor of process pid (pidfd_getfd):
-    while they are open the rings' last reference is ours, so the kernel's
-    delayed teardown of a dead daemon's rings (io_ring_exit_work) waits for
-    us, as a loaded machine can make it wait for a workqueue."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    held = []
-    pidfd = os.pidfd_open(pid)
-    try:
-        for name in os.listdir(f'/proc/{pid}/fd'):
-            try:
-                if os.readlink(f'/proc/{pid}/fd/{name}') != 'anon_inode:[io_uring]':
-                    continue
-            except FileNotFoundError:
-                continue
-            fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
-            check(fd >= 0, f'pidfd_getfd of fd {name}: {os.strerror(ctypes.get_errno())}')
-            held.append(fd)
-    finally:
-        os.close(pidfd)
-    return held
-
-
-SYS_PIDFD_GETFD = 438
-
-
 @case(mount=False, root=True, timeout=120)
 def call_after_crash_waits():
     """A call made after kill -9, once the daemon is reaped, waits for the
@@ -270,7 +244,7 @@ def call_after_crash_waits():
         sd.start()
         ufs.write_file(f'{sd.mnt}/kept', b'before')
         transport = sd.stats()['transport']
-        held = hold_rings(sd.svc.proc.pid)
+        held = sx.hold_rings(sd.svc.proc.pid)
         if transport == 'uring':
             check(held, 'the daemon has rings to hold')
         sd.svc.kill(signal.SIGKILL)     # returns once it is reaped
@@ -297,6 +271,56 @@ def call_after_crash_waits():
             reader.kill()
             reader.wait()
         sd.close()
+
+
+@case(mount=False, root=True, timeout=120)
+def takeover_leaves_no_idle_entry():
+    """After a take-over the old daemon's idle ring entries go with its
+    ring threads, even while its rings live on (held here, as a busy
+    workqueue holds their teardown back): with one entry per queue, calls
+    that find the new daemon's entry busy wait for it. Before, the old
+    daemon closed its rings and a call given to one of their idle entries
+    meanwhile ended ECANCELED."""
+    require_handover()
+    small = 'io_uring=off' not in (ufs.config().opts or '')
+    with ufs.Mount(opts='workers=1,queue_depth=1' if small else None) as m:
+        held = sx.hold_rings(m.proc.pid)
+        try:
+            old = m.proc
+            with open(m.log, 'ab') as log:
+                new = subprocess.Popen([m.daemon, '-f', '--config', empty_config(),
+                                        '--take-over', m.mnt], stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
+            m.proc = new
+            check(ufs_load.wait_for(lambda: m.stats()['restarts'] == 1, 30),
+                  'the new daemon serves' + m.log_tail())
+            errors = []
+
+            def lookups(k):
+                for j in range(60):
+                    try:
+                        os.stat(f'{m.mnt}/absent-{k}-{j}')
+                    except FileNotFoundError:
+                        pass
+                    except OSError as e:
+                        errors.append(errno.errorcode.get(e.errno, e.errno))
+
+            threads = [threading.Thread(target=lookups, args=(k,), daemon=True)
+                       for k in range(16)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(10)
+        finally:
+            # The old rings go now: a call left on one of their entries ends ECANCELED.
+            for fd in held:
+                os.close(fd)
+        for t in threads:
+            t.join(30)
+        check(not any(t.is_alive() for t in threads), 'every lookup ended')
+        check_eq(errors, [], 'errors of the lookups after the take-over' + m.log_tail())
 
 
 @case(mount=False, root=True, timeout=120)
