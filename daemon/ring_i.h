@@ -39,6 +39,7 @@ enum ring_tag {
 	RING_TAG_EVENT = 2,	/* struct ring_worker: replies from other threads */
 	RING_TAG_SETUP = 3,	/* ADD_QUEUE, ADD_BUFPOOL, ASYNC_CANCEL: nothing to do */
 	RING_TAG_SLOT = 4,	/* struct ring_ent: its reply reached the zero-copy slot */
+	RING_TAG_GUARD = 5,	/* struct ring_worker: its exit guard ended (ring_exit_guard_arm) */
 };
 #define RING_TAG_MASK 7UL
 
@@ -226,6 +227,8 @@ struct ring_worker {
 	uint64_t persona_clock;
 	int event_fd;				/* other threads' replies wake the ring */
 	uint64_t event_value;
+	uint32_t exit_guard;			/* the futex word the exit guard waits on */
+	bool exit_guard_warned;
 	/* replies and copy cancels from other threads */
 	pthread_mutex_t remote_lock;
 	struct ring_ent *remote_head;
@@ -306,8 +309,8 @@ static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring
 /*
  * The transport's files, in the order they call each other (each only
  * those below it): uring.c (start), ring_serve.c (a worker's thread),
- * ring_register.c, ring_setup.c, ring_reply.c, ring_io.c, ring_teardown.c,
- * ring_sqe.c, ring_ent.c.
+ * ring_register.c, ring_guard.c, ring_setup.c, ring_reply.c, ring_io.c,
+ * ring_teardown.c, ring_sqe.c, ring_ent.c.
  */
 /* ring_ent.c */
 bool ring_ent_may(enum ring_ent_state from, enum ring_ent_state to);
@@ -320,6 +323,8 @@ struct io_uring_sqe *ring_last_sqe(struct ring_worker *rw);
 struct ufs_uring_cmd_req *ring_prep_fuse_cmd(struct io_uring_sqe *sqe, int fuse_fd,
 					       enum ufs_uring_cmd op, uint16_t qid);
 void ring_event_arm(struct ring_worker *rw);
+void ring_exit_guard_arm(struct ring_worker *rw);
+void ring_exit_guard_done(struct ring_worker *rw, int res);
 
 /* ring_setup.c */
 int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out);

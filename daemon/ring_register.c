@@ -66,6 +66,9 @@ int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase)
 	unsigned int head;
 	int ret;
 
+	/* Before any entry: the kernel must never hold one of ours unguarded. */
+	if (phase == SETUP_REGISTER_MOST)
+		ring_exit_guard_arm(rw);
 	for (unsigned int i = 0; i < rw->nqueues; i++) {
 		struct ring_queue *q = &rw->queues[i];
 

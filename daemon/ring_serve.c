@@ -212,6 +212,9 @@ static void ring_cqe_handle(struct ring_worker *rw, struct io_uring_cqe *cqe)
 	case RING_TAG_SLOT:
 		ring_zc_slot_done(rw, p, cqe->res);
 		break;
+	case RING_TAG_GUARD:
+		ring_exit_guard_done(rw, cqe->res);
+		break;
 	case RING_TAG_SETUP:
 		break;
 	}
@@ -281,18 +284,17 @@ static void ring_pause_check(struct ring_worker *rw)
 	if (io_uring_submit(&rw->ring) >= 0)	/* commits answered before the pause */
 		ring_rec_sent(rw);
 	/*
-	 * Deliveries still in task work land now; then the ring goes at once:
-	 * the kernel frees the entries it holds idle (fuse_uring_cancel), so
-	 * no later request is given to them, only to be cancelled with
-	 * ECANCELED when this process exits (fuse_uring_send_in_task).  The
-	 * memory stays mapped: the successor answers what the entries hold.
+	 * Deliveries still in task work land now; then the thread exits, and
+	 * its exit cancels the entries the kernel holds idle there and then
+	 * (its exit guard, ring_guard.c), so no later request is given to
+	 * them, only to be cancelled with ECANCELED.  Closing the ring instead
+	 * frees them later, from a workqueue (io_ring_exit_work).
+	 * The ring and its memory stay: the successor answers what the
+	 * entries hold.
 	 */
 	io_uring_get_events(&rw->ring);
-	io_uring_queue_exit(&rw->ring);
-	rw->ring_ok = false;
 	ufs_worker_gone(rw->w);
-	for (;;)
-		pause();	/* until the process exits: the successor serves */
+	pthread_exit(NULL);
 }
 
 static int ring_serve(struct ring_worker *rw)

@@ -239,3 +239,27 @@ def open_by_handle_at(mount_fd, handle, flags):
     ctypes.memmove(fh.f_handle, data, len(data))
     return _check(libc.open_by_handle_at(mount_fd, ctypes.byref(fh), flags),
                   'open_by_handle_at')
+
+
+def pidfd_getfd(pid, fd):
+    """pidfd_getfd(2) (syscall 438 on every architecture): a duplicate of
+    process pid's descriptor fd."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        return _check(libc.syscall(438, pidfd, fd, 0), f'pidfd_getfd {pid} {fd}')
+    finally:
+        os.close(pidfd)
+
+
+def hold_rings(pid):
+    """Duplicates of every io_uring descriptor of process pid: while they
+    are open, its rings' last reference is ours."""
+    held = []
+    for name in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            if os.readlink(f'/proc/{pid}/fd/{name}') != 'anon_inode:[io_uring]':
+                continue
+        except FileNotFoundError:
+            continue
+        held.append(pidfd_getfd(pid, int(name)))
+    return held

@@ -22,6 +22,7 @@ import signal
 import socket
 import stat
 import subprocess
+import threading
 import time
 
 import fake_systemd
@@ -163,6 +164,11 @@ def kill9_with_fdstore():
         load = ufs_load.Load(sd.mnt, LOAD_SECONDS)
         try:
             time.sleep(LOAD_SECONDS / 3)
+            # The metadata loop runs (slow to start in the 7.3 guest): a call
+            # of it must span the time no daemon runs.
+            meta = f'{sd.mnt}/meta'
+            check(ufs_load.wait_for(lambda: os.path.isdir(meta) and os.listdir(meta), 30),
+                  'the metadata loop runs')
             sd.svc.kill(signal.SIGKILL)
             sd.collect()
             killed = time.monotonic()
@@ -226,6 +232,100 @@ def bad_successor_leaves_mount():
         sd.unmount()
     finally:
         sd.close()
+
+
+@case(mount=False, root=True, timeout=120)
+def call_after_crash_waits():
+    """A call made after kill -9, once the daemon is reaped, waits for the
+    successor and is served: the dead daemon's idle ring entries are gone
+    with its threads (ring_guard.c), even while its rings live on (held
+    here, as a busy workqueue holds their teardown back). Before, the
+    call was given to a dead entry and ended ECANCELED."""
+    require_handover()
+    sd = SystemdMount()
+    held = []
+    reader = None
+    try:
+        sd.start()
+        ufs.write_file(f'{sd.mnt}/kept', b'before')
+        transport = sd.stats()['transport']
+        held = sx.hold_rings(sd.svc.proc.pid)
+        if transport == 'uring':
+            check(held, 'the daemon has rings to hold')
+        sd.svc.kill(signal.SIGKILL)     # returns once it is reaped
+        sd.collect()
+        reader = subprocess.Popen(['cat', f'{sd.mnt}/kept', f'{sd.mnt}/new-name'],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        check(reader.poll() is None, 'the caller waits while no daemon runs')
+        sd.start()
+        # The rings go now: a call left on a dead entry would end ECANCELED.
+        for fd in held:
+            os.close(fd)
+        held = []
+        out, err = reader.communicate(timeout=30)
+        check_eq((out, err.decode().strip()),
+                 (b'before', f'cat: {sd.mnt}/new-name: No such file or directory'),
+                 f'the caller made after the crash (transport {transport})' + sd.tail())
+        check_eq(sd.stats()['restarts'], 1, 'the successor took over')
+        sd.unmount()
+    finally:
+        for fd in held:
+            os.close(fd)
+        if reader and reader.poll() is None:
+            reader.kill()
+            reader.wait()
+        sd.close()
+
+
+@case(mount=False, root=True, timeout=120)
+def takeover_leaves_no_idle_entry():
+    """After a take-over the old daemon's idle ring entries go with its
+    ring threads, even while its rings live on (held here, as a busy
+    workqueue holds their teardown back): with one entry per queue, calls
+    that find the new daemon's entry busy wait for it. Before, the old
+    daemon closed its rings and a call given to one of their idle entries
+    meanwhile ended ECANCELED."""
+    require_handover()
+    small = 'io_uring=off' not in (ufs.config().opts or '')
+    with ufs.Mount(opts='workers=1,queue_depth=1' if small else None) as m:
+        held = sx.hold_rings(m.proc.pid)
+        try:
+            old = m.proc
+            with open(m.log, 'ab') as log:
+                new = subprocess.Popen([m.daemon, '-f', '--config', empty_config(),
+                                        '--take-over', m.mnt], stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
+            m.proc = new
+            check(ufs_load.wait_for(lambda: m.stats()['restarts'] == 1, 30),
+                  'the new daemon serves' + m.log_tail())
+            errors = []
+
+            def lookups(k):
+                for j in range(60):
+                    try:
+                        os.stat(f'{m.mnt}/absent-{k}-{j}')
+                    except FileNotFoundError:
+                        pass
+                    except OSError as e:
+                        errors.append(errno.errorcode.get(e.errno, e.errno))
+
+            threads = [threading.Thread(target=lookups, args=(k,), daemon=True)
+                       for k in range(16)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(10)
+        finally:
+            # The old rings go now: a call left on one of their entries ends ECANCELED.
+            for fd in held:
+                os.close(fd)
+        for t in threads:
+            t.join(30)
+        check(not any(t.is_alive() for t in threads), 'every lookup ended')
+        check_eq(errors, [], 'errors of the lookups after the take-over' + m.log_tail())
 
 
 @case(mount=False, root=True, timeout=120)
