@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "config.h"
 #include "copy.h"
 #include "interrupt.h"
@@ -91,7 +92,13 @@ struct ufs_export_copy {
 
 /* An open file or directory, referenced by the fh the kernel holds. */
 struct ufs_file {
-	int fd;				/* -1 for the control file */
+	/*
+	 * -1 for the control file, and for a passed-through open, whose I/O
+	 * the kernel does by its backing id: ufs_file_fd() opens one per request.
+	 */
+	int fd;
+	uid_t uid;			/* the opener */
+	bool charged;			/* fd is charged to uid (budget.h) */
 	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
 	struct ufs_inode *inode;	/* holds a ref */
 	bool is_dir;
@@ -157,6 +164,7 @@ struct ufs_fs {
 	struct ufs_interrupts interrupts;
 	struct ufs_waits waits;
 	struct ufs_copies copies;
+	struct ufs_budget budget;	/* descriptors charged per user */
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
 	/* Kernel passthrough (passthrough.c): set before the first request. */
 	enum ufs_passthrough_state passthrough;	/* changes only ON -> EPERM, atomically */
@@ -262,6 +270,9 @@ mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
 
 /* fs_shared.c: what the handlers share */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
+int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file);
+void ufs_file_fd_put(struct ufs_file *file, int fd);
+int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file);
 int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
 void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);

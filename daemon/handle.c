@@ -89,7 +89,7 @@ static void record_file(struct ufs_fs *fs, uint32_t index, uint32_t gen,
 	int backing_id = file->io_mode == UFS_IO_PASSTHROUGH ? file->inode->backing_id : 0;
 
 	ufs_record_file_set(fs->record, index, gen, file->inode->nodeid, file->flags, kind,
-			    file->io_mode, backing_id);
+			    file->io_mode, backing_id, file->charged ? file->uid + 1 : 0);
 }
 
 int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh)
@@ -226,6 +226,8 @@ void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file)
 	ufs_io_path_release(fs, file);
 	if (file->fd >= 0)
 		close(file->fd);
+	if (file->charged)
+		ufs_budget_uncharge(&fs->budget, file->uid, 1);
 	free(file->dir_buf);
 	free(file->control_text);
 	pthread_mutex_destroy(&file->dir_lock);
