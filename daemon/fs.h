@@ -61,6 +61,8 @@ struct ufs_inode {
 	uint32_t io_opens;		/* opens counted in io_mode */
 	int backing_id;			/* UFS_IO_PASSTHROUGH: the kernel's id */
 	enum ufs_backing_fs backing_fs;	/* set once, atomically, at the first open */
+	struct ufs_file *opens;		/* open files pinning fd (ufs_file_pin) */
+	struct ufs_file *pin_payer;	/* the one of them charged for fd, or NULL */
 	char control;			/* 1: the stats control file (no backing) */
 };
 
@@ -99,6 +101,8 @@ struct ufs_file {
 	int fd;
 	uid_t uid;			/* the opener */
 	bool charged;			/* fd is charged to uid (budget.h) */
+	bool pin_linked;		/* in its inode's opens (ufs_file_pin) */
+	struct ufs_file *pin_next;	/* the inode's opens; inode->lock */
 	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
 	struct ufs_inode *inode;	/* holds a ref */
 	bool is_dir;
@@ -249,6 +253,7 @@ void ufs_file_for_each_fd(struct ufs_fs *fs, void (*fn)(void *arg, uint32_t inde
 int ufs_file_restore(struct ufs_fs *fs, uint32_t index, uint32_t gen, struct ufs_file *file);
 void ufs_file_table_restored(struct ufs_fs *fs);
 void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
+void ufs_file_pin(struct ufs_fs *fs, struct ufs_file *file, bool prepaid);
 
 /* creds.c: run creating calls as the caller */
 #define UFS_CREDS_INLINE_GROUPS 32

@@ -57,14 +57,19 @@ static uint32_t open_reply_flags(struct ufs_fs *fs)
  * The descriptor an open will hold is charged to its caller before anything
  * is opened or made (budget.h); the file carries the charge from then on.
  */
+static unsigned int open_cost(struct ufs_fs *fs)
+{
+	return fs->handles ? 2 : 1;	/* its own descriptor, and its inode's (ufs_file_pin) */
+}
+
 static int open_charge(struct ufs_fs *fs, struct ufs_req *req)
 {
-	return ufs_budget_charge(&fs->budget, req->in->uid, 1);
+	return ufs_budget_charge(&fs->budget, req->in->uid, open_cost(fs));
 }
 
 static void open_uncharge(struct ufs_fs *fs, struct ufs_req *req)
 {
-	ufs_budget_uncharge(&fs->budget, req->in->uid, 1);
+	ufs_budget_uncharge(&fs->budget, req->in->uid, open_cost(fs));
 }
 
 /*
@@ -121,6 +126,7 @@ static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 	file->uid = req->in->uid;
 	file->charged = true;
 	ufs_inode_ref(fs, inode);
+	ufs_file_pin(fs, file, open_cost(fs) > 1);
 	return open_reply(fs, req, file, out);
 }
 

@@ -89,7 +89,7 @@ struct ufs_record_file {
 	uint8_t kind;			/* enum ufs_record_file_kind */
 	uint8_t io_mode;		/* enum ufs_io_mode */
 	uint16_t pad;
-	uint32_t charged_uid;		/* uid + 1 charged for its descriptor (budget.h), 0: none */
+	uint32_t charged_uid;		/* the opener's uid + 1 (budget.h), 0: unknown */
 	uint32_t reserved;
 };
 

@@ -185,14 +185,16 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 		return -ENOMEM;
 	}
 	file->is_dir = f->kind == UFS_RECORD_DIR;
-	/* The predecessor's charge for the descriptor stays with its user. */
-	if (f->charged_uid && fd >= 0) {
+	/* The predecessor's charges stay with the opener (budget.h). */
+	if (f->charged_uid) {
 		file->uid = f->charged_uid - 1;
-		file->charged = true;
-		ufs_budget_force(&fs->budget, file->uid, 1);
+		file->charged = fd >= 0 && f->kind != UFS_RECORD_CONTROL;
+		if (file->charged)
+			ufs_budget_force(&fs->budget, file->uid, 1);
 	}
 	if (f->kind == UFS_RECORD_CONTROL && fs->control_snapshot)
 		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
+	ufs_file_pin(fs, file, false);
 	ret = ufs_io_path_restore(fs, file, f->io_mode, f->backing_id);
 	if (!ret)
 		ret = ufs_file_restore(fs, index, f->gen, file);

@@ -20,6 +20,7 @@ import resource
 import shutil
 import struct
 import subprocess
+import time
 
 import ufs
 from ufs import case, check, check_eq
@@ -127,6 +128,27 @@ def daemon_fds(m):
     return len(os.listdir(f'/proc/{m.pid}/fd'))
 
 
+def wait_charged(m, want, what, timeout=30):
+    """fds_charged reaches want (RELEASE reaches the daemon after close(2)
+    returns, so it may lag)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = m.stats().get('fds_charged')
+        if got == want or time.monotonic() > deadline:
+            check_eq(got, want, f'descriptors charged {what}')
+            return
+        time.sleep(0.05)
+
+
+def holder(chan, path):
+    """Child: hold path open until told."""
+    fd = os.open(path, os.O_RDONLY)
+    chan.send('open')
+    chan.recv(timeout=120)
+    os.close(fd)
+    return 0
+
+
 @case(mount=False, root=True, timeout=180)
 def flood_leaves_others_served():
     """ufs-test floods the copy path (io_path=copy: every open holds a
@@ -144,6 +166,35 @@ def flood_leaves_others_served():
             check(total <= SHARE, f'the flooder holds at most its share ({SHARE}): {total}')
             print(f'# flooder: {got}, daemon descriptors {daemon_fds(m)} of {LIMIT}')
         check_eq(others_work(m, 'after'), '', 'other users and root after the flood')
+        wait_charged(m, 0, 'once every open is closed')
+
+
+@case(mount=False, root=True, timeout=120)
+def pin_moves_to_remaining_holder():
+    """The inode descriptor an open file pins is charged to one of the inode's
+    opens: when that one closes and another user still holds the file open,
+    the charge moves to that user instead of vanishing."""
+    require_daemon_here()
+    with LimitedMount(opts='allow_other,io_path=copy') as m:
+        prepare(m)
+        os.chmod(f'{m.src}/shared', 0o666)
+        path = f'{m.mnt}/shared'
+        with ufs.Child(holder, path, user=ufs.TEST_USER) as a:
+            a.recv()
+            first = m.stats()['fds_charged']
+            if first == 1:
+                raise ufs.Skip('no file handles here: every inode holds a descriptor, '
+                               'charged to nobody')
+            check_eq(first, 2, 'ufs-test: its descriptor and the inode\'s')
+            with ufs.Child(holder, path, user=NOBODY, groups=[]) as b:
+                b.recv()
+                wait_charged(m, 3, 'with nobody holding it too (the inode\'s paid once)')
+                a.send('close')
+                a.join()
+                wait_charged(m, 2, 'after ufs-test closed: nobody pays for the inode now')
+                b.send('close')
+                b.join()
+        wait_charged(m, 0, 'after both closed')
 
 
 @case(mount=False, root=True, timeout=180)
@@ -174,6 +225,7 @@ def create_refused_before_made():
         check(not left and not os.path.exists(f'{m.src}/mk/{name}'),
               f'the refused create of {name} left no file')
         check_eq(len(os.listdir(f'{m.src}/mk')), n, 'only the created files exist')
+        wait_charged(m, 0, 'once every open is closed')
 
 
 def require_passthrough(m):
@@ -259,7 +311,9 @@ def lock_owners_charged():
         check(n <= SHARE + 1, f'at most its share of owners ({SHARE}): {n}')
         os.chmod(f'{m.src}/shared', 0o666)
         n, err = ufs.as_user(locker, f'{m.mnt}/shared', 8, user=NOBODY, groups=[])
-        check_eq((n, err), (8, None), 'nobody locks meanwhile... and after')
+        check_eq((n, err), (8, None), 'nobody locks meanwhile')
+        # An OFD lock's owner (its open file) keeps its description in the
+        # daemon until the inode is released: no FLUSH names it.
 
 
 @case(mount=False, root=True, timeout=180)
@@ -287,6 +341,7 @@ def takeover_keeps_charges():
                 check(n <= SHARE - held, f'the successor counts the {held} inherited opens: '
                       f'{n} more were allowed')
                 check_eq(others_work(m, 'succ'), '', 'other users and root')
+        wait_charged(m, 0, 'once every open is closed, across the take-over')
 
 
 @case(mount=False, root=True, timeout=60)
