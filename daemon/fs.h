@@ -311,6 +311,7 @@ const char *ufs_acls_unenforced(const struct ufs_config *cfg, const struct ufs_c
 
 /* fs_lock.c */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);
+void ufs_lock_release_fh(struct ufs_inode *inode, uint64_t fh);
 void ufs_lock_release_all(struct ufs_inode *inode);
 
 /* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */

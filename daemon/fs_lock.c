@@ -36,6 +36,7 @@ struct ufs_lock_owner {
 	struct ufs_lock_owner *next;
 	uint64_t owner;
 	int fd;
+	uint64_t fh;			/* the open it last locked through */
 	uid_t uid;			/* charged for fd (budget.h) */
 	struct ufs_budget *budget;
 	pid_t pid;			/* the process that last locked through it */
@@ -68,11 +69,13 @@ static struct ufs_lock_owner *owner_find(struct ufs_inode *inode, uint64_t owner
 static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *inode,
 		     uint64_t owner, int accmode, struct ufs_lock_owner **out)
 {
+	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_lock_owner *o = owner_find(inode, owner);
 	uid_t uid = req->in->uid;
 	int fd;
 
 	if (o) {
+		o->fh = in->fh;
 		*out = o;
 		return 0;
 	}
@@ -96,6 +99,7 @@ static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 	}
 	o->owner = owner;
 	o->fd = fd;
+	o->fh = in->fh;
 	o->uid = uid;
 	o->budget = &fs->budget;
 	o->next = inode->lock_owners;
@@ -112,31 +116,52 @@ static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
  * held.  Granted on a closed description, it would vanish at once, so then
  * the locks are unlocked instead and the description stays.
  */
-void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner)
+static void release_matching(struct ufs_inode *inode, bool by_fh, uint64_t key)
 {
 	struct flock all = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
-	struct ufs_lock_owner **pp, *o = NULL;
+	struct ufs_lock_owner **pp, *o, *gone = NULL;
 
-	(void)fs;
 	pthread_mutex_lock(&inode->lock);
-	for (pp = &inode->lock_owners; *pp; pp = &(*pp)->next) {
-		if ((*pp)->owner == owner) {
-			o = *pp;
-			if (o->waiters) {
-				fcntl(o->fd, F_OFD_SETLK, &all);
-				o = NULL;
-			} else {
-				*pp = o->next;
-			}
-			break;
+	for (pp = &inode->lock_owners; (o = *pp);) {
+		if ((by_fh ? o->fh : o->owner) != key) {
+			pp = &o->next;
+		} else if (o->waiters) {
+			fcntl(o->fd, F_OFD_SETLK, &all);
+			pp = &o->next;
+		} else {
+			*pp = o->next;
+			o->next = gone;
+			gone = o;
 		}
 	}
 	pthread_mutex_unlock(&inode->lock);
-	if (o) {
+	while ((o = gone)) {
+		gone = o->next;
 		close(o->fd);	/* drops every lock of the owner */
 		ufs_budget_uncharge(o->budget, o->uid, 1);
 		free(o);
 	}
+}
+
+void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner)
+{
+	(void)fs;
+	release_matching(inode, false, owner);
+}
+
+/*
+ * RELEASE of fh: the owners that last locked through it go too.  An OFD
+ * lock's owner is its open file, which no FLUSH names (close(2) flushes
+ * for the process) and the kernel sends no unlock for (its own lock lists
+ * are empty: the server keeps the locks), so without this its locks would
+ * outlive the file until the inode is released.  A process's owner that
+ * locked through fh holds nothing by now: its close(2) of that descriptor
+ * was FLUSHed, and FLUSH drops all its locks; if it locks through another
+ * open since, its fh is that one's.
+ */
+void ufs_lock_release_fh(struct ufs_inode *inode, uint64_t fh)
+{
+	release_matching(inode, true, fh);
 }
 
 void ufs_lock_release_all(struct ufs_inode *inode)

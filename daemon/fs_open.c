@@ -428,6 +428,7 @@ ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file)
 		return -EBADF;
+	ufs_lock_release_fh(file->inode, in->fh);
 	/* Closing our descriptor releases its flock (FUSE_RELEASE_FLOCK_UNLOCK). */
 	ufs_file_free(fs, file);
 	return 0;

@@ -312,8 +312,46 @@ def lock_owners_charged():
         os.chmod(f'{m.src}/shared', 0o666)
         n, err = ufs.as_user(locker, f'{m.mnt}/shared', 8, user=NOBODY, groups=[])
         check_eq((n, err), (8, None), 'nobody locks meanwhile')
-        # An OFD lock's owner (its open file) keeps its description in the
-        # daemon until the inode is released: no FLUSH names it.
+        # An OFD lock's owner is its open file: RELEASE ends it (no FLUSH names it).
+        wait_charged(m, 0, 'once every lock owner is gone')
+
+
+def take_over(m):
+    """A new daemon (under the same limit) takes the mount over."""
+    empty = os.path.join(ufs.run_dir(), 'empty.conf')
+    old = m.proc
+    with open(m.log, 'ab') as log:
+        new = subprocess.Popen([m.daemon, '-f', '--config', empty, '--take-over', m.mnt],
+                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True, preexec_fn=limit_fds)
+    check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
+    m.proc = new
+
+
+@case(mount=False, root=True, timeout=120)
+def takeover_keeps_fdless_opens():
+    """A passed-through open, which keeps no descriptor in the daemon, survives
+    a take-over: written through, fsynced, flocked and closed after it."""
+    require_daemon_here()
+    require_own_io_path()
+    with LimitedMount(opts='allow_other,io_path=passthrough,flock_locks=on') as m:
+        prepare(m)
+        require_passthrough(m)
+        fd = os.open(f'{m.mnt}/shared', os.O_RDWR)
+        try:
+            check_eq(m.stats()['backing_ids'], 1, 'passed through')
+            take_over(m)
+            os.pwrite(fd, b'after', 0)
+            os.fsync(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            check_eq(os.pread(fd, 11, 0), b'afterd data', 'read back after the take-over')
+        finally:
+            os.close(fd)
+        check_eq(ufs.read_file(f'{m.src}/shared'), b'afterd data', 'the backing file')
+        deadline = time.monotonic() + 30
+        while m.stats()['backing_ids'] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check_eq(m.stats()['backing_ids'], 0, 'the backing id closed by the last RELEASE')
 
 
 @case(mount=False, root=True, timeout=180)
@@ -326,15 +364,7 @@ def takeover_keeps_charges():
         held = SHARE - 40
         with flood(f'{m.mnt}/mine', procs=1, most=held) as got:
             check_eq(got, [(held, None)], 'the first opens')
-            empty = os.path.join(ufs.run_dir(), 'empty.conf')
-            old = m.proc
-            with open(m.log, 'ab') as log:
-                new = subprocess.Popen([m.daemon, '-f', '--config', empty, '--take-over',
-                                        m.mnt], stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True,
-                                       preexec_fn=limit_fds)
-            check_eq(old.wait(timeout=60), 0, 'the old daemon exits 0' + m.log_tail())
-            m.proc = new
+            take_over(m)
             with flood(f'{m.mnt}/mine', procs=1, most=SHARE) as more:
                 n, err = more[0]
                 check_eq(errno.errorcode.get(err), 'EMFILE', f'after {n} more opens')
