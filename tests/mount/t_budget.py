@@ -164,6 +164,7 @@ def flood_leaves_others_served():
             check(all(e == errno.EMFILE for _, e in got),
                   f'the flooder is the one refused, with EMFILE: {got}')
             check(total <= SHARE, f'the flooder holds at most its share ({SHARE}): {total}')
+            check(m.stats()['fds_refused'] >= 2, 'the refusals are counted')
             print(f'# flooder: {got}, daemon descriptors {daemon_fds(m)} of {LIMIT}')
         check_eq(others_work(m, 'after'), '', 'other users and root after the flood')
         wait_charged(m, 0, 'once every open is closed')
