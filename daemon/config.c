@@ -98,8 +98,8 @@ static const struct ufs_opt opts[] = {
 	BOOL("backing_direct_io", "backing", backing_direct_io, "off"),
 	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),
 	OPT("fd_cache", "backing", UFS_OPT_UINT, fd_cache, 16, 1 << 20, NULL, "4096"),
-	OPT("open_fds_per_user", "backing", UFS_OPT_UINT_AUTO, open_fds_per_user, 1, 1 << 24,
-	    NULL, "auto"),
+	OPT("open_fds_per_user", "backing", UFS_OPT_UINT_AUTO, open_fds_per_user, 1, 1 << 24, NULL,
+	    "auto"),
 };
 
 #define OPT_COUNT (sizeof(opts) / sizeof(opts[0]))
@@ -343,8 +343,9 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 		ret = o->type != UFS_OPT_SIZE ? parse_uint(value, &n) : parse_size(value, &n);
 		if (ret) {
 			ufs_config_error_set(err, "%s=%s: expected a %s", o->key, value,
-				  o->type == UFS_OPT_UINT_AUTO ? "whole number or auto" :
-				  o->type == UFS_OPT_UINT ? "whole number" : "size such as 128K or 1M");
+					     o->type == UFS_OPT_UINT_AUTO ? "whole number or auto"
+					     : o->type == UFS_OPT_UINT	  ? "whole number"
+								       : "size such as 128K or 1M");
 			return -EINVAL;
 		}
 		if (n < o->min || n > o->max) {

@@ -83,8 +83,7 @@ static void own_fds_done(struct ufs_req *req, ssize_t res)
 }
 
 /* Make the I/O just set up close the descriptors it opened (if any). */
-static void own_fds(struct ufs_req *req, struct ufs_file *a, int fd_a, struct ufs_file *b,
-		    int fd_b)
+static void own_fds(struct ufs_req *req, struct ufs_file *a, int fd_a, struct ufs_file *b, int fd_b)
 {
 	struct ufs_io *io = &req->io;
 
