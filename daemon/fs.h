@@ -275,7 +275,7 @@ mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
 
 /* fs_shared.c: what the handlers share */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
-int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file);
+int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write);
 void ufs_file_fd_put(struct ufs_file *file, int fd);
 int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file);
 int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);

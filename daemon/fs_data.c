@@ -112,7 +112,7 @@ ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
 		return -EBADF;
 	if (file->inode->control)
 		return ufs_control_read(fs, req, file, in->offset, in->size);
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, false);
 	if (fd < 0)
 		return fd;
 	if (fd == file->fd)
@@ -154,7 +154,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file || file->is_dir || file->inode->control)
 		return -EBADF;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, true);
 	if (fd < 0)
 		return fd;
 	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
@@ -193,7 +193,7 @@ ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
 		return -EBADF;
 	if (file->inode->control)
 		return 0;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, false);
 	if (fd < 0)
 		return fd;
 	req->io = (struct ufs_io){
@@ -233,7 +233,7 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file || file->is_dir || file->inode->control)
 		return -EBADF;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, true);
 	if (fd < 0)
 		return fd;
 	kill_suidgid_on_modify(fs, req, file, fd);
@@ -261,7 +261,7 @@ ssize_t ufs_op_lseek(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file || file->inode->control)
 		return -EBADF;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, false);
 	if (fd < 0)
 		return fd;
 	off = lseek(fd, in->offset, in->whence);
@@ -300,10 +300,10 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 		return -EBADF;
 	if (dst->inode->nodeid != in->nodeid_out)
 		return -EINVAL;
-	fd = ufs_file_fd(fs, dst);
+	fd = ufs_file_fd(fs, dst, true);
 	if (fd < 0)
 		return fd;
-	fd_in = ufs_file_fd(fs, src);
+	fd_in = ufs_file_fd(fs, src, false);
 	if (fd_in < 0) {
 		ufs_file_fd_put(dst, fd);
 		return fd_in;
@@ -400,7 +400,7 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	if (in->out_size && in->out_size < size)
 		return -EINVAL;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, false);
 	if (fd < 0)
 		return fd;
 	ret = ioctl(fd, cmd, &arg) ? -errno : 0;

@@ -135,7 +135,8 @@ static int setattr_truncate(struct ufs_fs *fs, struct ufs_inode *inode, struct u
 	if (inode->type != S_IFREG)
 		return -EINVAL;
 	if (file && !inode->control && (file->flags & O_ACCMODE) != O_RDONLY) {
-		fd = ufs_file_fd(fs, file);	/* a passed-through open has none of its own */
+		/* A passed-through open has none of its own. */
+		fd = ufs_file_fd(fs, file, true);
 		if (fd < 0)
 			return fd;
 		ret = ftruncate(fd, size) ? -errno : 0;

@@ -411,7 +411,7 @@ ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
 	 * and reports errors on close).  A close(2) never fails for want of a
 	 * descriptor: without one to spare, fsync of our own does that work.
 	 */
-	fd = file->fd >= 0 ? fcntl(file->fd, F_DUPFD_CLOEXEC, 0) : ufs_file_fd(fs, file);
+	fd = file->fd >= 0 ? fcntl(file->fd, F_DUPFD_CLOEXEC, 0) : ufs_file_fd(fs, file, false);
 	if (fd < 0 && file->fd >= 0)
 		fd = -errno;
 	if (fd == -EMFILE || fd == -ENFILE)

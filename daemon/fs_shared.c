@@ -60,14 +60,22 @@ int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
  * A descriptor for one request on file: its own, or (a passed-through open
  * keeps none: the kernel holds the backing file by its id) the file opened
  * again with the flags of its open.  Give it back with ufs_file_fd_put().
+ * A request that does not write (fsync, lseek, an ioctl, a flock) takes a
+ * read-only one where the file may no longer be opened for writing
+ * (chattr +i since the open): natively its descriptor still works.
  */
-int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file)
+int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write)
 {
+	int flags = file->flags & ~(O_TRUNC | O_CREAT | O_EXCL | O_TMPFILE);
 	int fd = __atomic_load_n(&file->fd, __ATOMIC_ACQUIRE);
 
 	if (fd >= 0 || file->inode->control)
 		return fd >= 0 ? fd : -EBADF;
-	return ufs_reopen(fs, file->inode, file->flags & ~(O_TRUNC | O_CREAT | O_EXCL | O_TMPFILE));
+	fd = ufs_reopen(fs, file->inode, flags);
+	if (!write && (flags & O_ACCMODE) != O_RDONLY &&
+	    (fd == -EPERM || fd == -EACCES || fd == -ETXTBSY || fd == -EROFS))
+		fd = ufs_reopen(fs, file->inode, (flags & ~(O_ACCMODE | O_APPEND)) | O_RDONLY);
+	return fd;
 }
 
 void ufs_file_fd_put(struct ufs_file *file, int fd)
@@ -91,7 +99,7 @@ int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file)
 	ret = ufs_budget_charge(&fs->budget, file->uid, 1);
 	if (ret)
 		return ret;
-	fd = ufs_file_fd(fs, file);
+	fd = ufs_file_fd(fs, file, false);
 	if (fd < 0) {
 		ufs_budget_uncharge(&fs->budget, file->uid, 1);
 		return fd;

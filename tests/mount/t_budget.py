@@ -279,6 +279,34 @@ def passthrough_opens_cost_nothing():
         check(st['opens_passthrough'] >= 3 * SHARE, f'the opens were passed through: {st}')
 
 
+@case(mount=False, root=True, timeout=60)
+def fdless_open_of_a_file_made_immutable():
+    """A passed-through O_RDWR open whose file was made immutable since: the
+    daemon cannot open it for writing again, but fsync, lseek and lsattr on
+    the open work as natively (a read-only descriptor serves them), and a
+    write-like call fails EPERM as natively."""
+    require_daemon_here()
+    require_own_io_path()
+    with LimitedMount(opts='io_path=passthrough') as m:
+        prepare(m)
+        require_passthrough(m)
+        fd = os.open(f'{m.mnt}/shared', os.O_RDWR)
+        try:
+            r = subprocess.run(['chattr', '+i', f'{m.src}/shared'], capture_output=True,
+                               text=True)
+            if r.returncode:
+                raise ufs.Skip(f'chattr +i on the backing file: {r.stderr.strip()}')
+            try:
+                os.fsync(fd)
+                check_eq(os.lseek(fd, 0, os.SEEK_END), 11, 'lseek through the mount')
+                check_eq(ufs.outcome(os.posix_fallocate, fd, 0, 8192).err, errno.EPERM,
+                         'fallocate of an immutable file')
+            finally:
+                subprocess.run(['chattr', '-i', f'{m.src}/shared'], check=True)
+        finally:
+            os.close(fd)
+
+
 @case(mount=False, root=True, timeout=180)
 def lock_owners_charged():
     """POSIX lock owners hold a description each in the daemon: ufs-test's
