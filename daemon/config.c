@@ -22,6 +22,7 @@
 enum ufs_opt_type {
 	UFS_OPT_BOOL,
 	UFS_OPT_UINT,
+	UFS_OPT_UINT_AUTO,	/* a whole number, or "auto" (stored as 0) */
 	UFS_OPT_SIZE,
 	UFS_OPT_SECONDS,
 	UFS_OPT_ENUM,
@@ -99,6 +100,8 @@ static const struct ufs_opt opts[] = {
 	BOOL("backing_direct_io", "backing", backing_direct_io, "off"),
 	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),
 	OPT("fd_cache", "backing", UFS_OPT_UINT, fd_cache, 16, 1 << 20, NULL, "4096"),
+	OPT("open_fds_per_user", "backing", UFS_OPT_UINT_AUTO, open_fds_per_user, 1, 1 << 24, NULL,
+	    "auto"),
 };
 
 #define OPT_COUNT (sizeof(opts) / sizeof(opts[0]))
@@ -350,12 +353,20 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 		}
 		*(bool *)field(cfg, o) = b;
 		return 0;
+	case UFS_OPT_UINT_AUTO:
+		if (!strcmp(value, "auto")) {
+			*(unsigned int *)field(cfg, o) = 0;
+			return 0;
+		}
+		/* fall through */
 	case UFS_OPT_UINT:
 	case UFS_OPT_SIZE:
-		ret = o->type == UFS_OPT_UINT ? parse_uint(value, &n) : parse_size(value, &n);
+		ret = o->type != UFS_OPT_SIZE ? parse_uint(value, &n) : parse_size(value, &n);
 		if (ret) {
 			ufs_config_error_set(err, "%s=%s: expected a %s", o->key, value,
-				  o->type == UFS_OPT_UINT ? "whole number" : "size such as 128K or 1M");
+					     o->type == UFS_OPT_UINT_AUTO ? "whole number or auto"
+					     : o->type == UFS_OPT_UINT	  ? "whole number"
+								       : "size such as 128K or 1M");
 			return -EINVAL;
 		}
 		if (n < o->min || n > o->max) {
@@ -569,6 +580,12 @@ static void print_value(const struct ufs_config *cfg, const struct ufs_opt *o, F
 	case UFS_OPT_BOOL:
 		fputs(*(const bool *)p ? "on" : "off", out);
 		break;
+	case UFS_OPT_UINT_AUTO:
+		if (!*(const unsigned int *)p) {
+			fputs("auto", out);
+			break;
+		}
+		/* fall through */
 	case UFS_OPT_UINT:
 	case UFS_OPT_SIZE:
 		fprintf(out, "%u", *(const unsigned int *)p);

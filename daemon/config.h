@@ -112,6 +112,7 @@ struct ufs_config {
 	bool backing_direct_io;
 	int inode_handles;		/* enum ufs_inode_handles */
 	unsigned int fd_cache;		/* descriptors kept for handle-backed inodes */
+	unsigned int open_fds_per_user;	/* descriptors one user's opens may hold, 0: auto */
 
 	/* Not settings: bookkeeping. */
 	char config_path[PATH_MAX];

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -29,6 +30,16 @@ static int root_path_read(struct ufs_fs *fs)
  * Opens SOURCE and the inode store.  Returns 0 or a negative errno; on
  * failure nothing needs undoing.
  */
+/* The descriptor limit the budget shares out (raised to the hard limit by then). */
+static unsigned long nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 1UL << 20;
+	return rl.rlim_cur;
+}
+
 int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source)
 {
 	struct stat st;
@@ -75,6 +86,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 		return ret;
 	}
 	ufs_confine_memo_init(fs);
+	ufs_budget_init(&fs->budget, cfg->open_fds_per_user, nofile_limit());
 	ufs_interrupts_init(&fs->interrupts);
 	ufs_waits_init(&fs->waits, &fs->interrupts);
 	ufs_copies_init(&fs->copies, &fs->interrupts);
@@ -118,5 +130,6 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	ufs_inode_table_destroy(fs);
 	ufs_confine_memo_destroy(fs);
 	close(fs->proc_fd);
+	ufs_budget_destroy(&fs->budget);
 }
 

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "config.h"
 #include "copy.h"
 #include "interrupt.h"
@@ -71,6 +72,8 @@ struct ufs_inode {
 	struct ufs_ident backing_who;
 	bool backing_who_known;		/* false: restored from a hand-over */
 	enum ufs_backing_fs backing_fs;	/* set once, atomically, at the first open */
+	struct ufs_file *opens;		/* open files pinning fd (ufs_file_pin) */
+	struct ufs_file *pin_payer;	/* the one of them charged for fd, or NULL */
 	char control;			/* 1: the stats control file (no backing) */
 };
 
@@ -102,7 +105,15 @@ struct ufs_export_copy {
 
 /* An open file or directory, referenced by the fh the kernel holds. */
 struct ufs_file {
-	int fd;				/* -1 for the control file */
+	/*
+	 * -1 for the control file, and for a passed-through open, whose I/O
+	 * the kernel does by its backing id: ufs_file_fd() opens one per request.
+	 */
+	int fd;
+	uid_t uid;			/* the opener */
+	bool charged;			/* fd is charged to uid (budget.h) */
+	bool pin_linked;		/* in its inode's opens (ufs_file_pin) */
+	struct ufs_file *pin_next;	/* the inode's opens; inode->lock */
 	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
 	struct ufs_inode *inode;	/* holds a ref */
 	bool is_dir;
@@ -173,6 +184,7 @@ struct ufs_fs {
 	struct ufs_interrupts interrupts;
 	struct ufs_waits waits;
 	struct ufs_copies copies;
+	struct ufs_budget budget;	/* descriptors charged per user */
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
 	/* Kernel passthrough (passthrough.c): set before the first request. */
 	enum ufs_passthrough_state passthrough;	/* changes only ON -> EPERM, atomically */
@@ -263,6 +275,7 @@ void ufs_file_for_each_fd(struct ufs_fs *fs, void (*fn)(void *arg, uint32_t inde
 int ufs_file_restore(struct ufs_fs *fs, uint32_t index, uint32_t gen, struct ufs_file *file);
 void ufs_file_table_restored(struct ufs_fs *fs);
 void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
+void ufs_file_pin(struct ufs_fs *fs, struct ufs_file *file, bool prepaid);
 
 /* creds.c: run creating calls as the caller */
 #define UFS_CREDS_INLINE_GROUPS 32
@@ -294,6 +307,9 @@ void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs
 
 /* fs_shared.c: what the handlers share */
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
+int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write);
+void ufs_file_fd_put(struct ufs_file *file, int fd);
+int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file);
 int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
 void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
@@ -330,6 +346,7 @@ const char *ufs_acls_unenforced(const struct ufs_config *cfg, const struct ufs_c
 
 /* fs_lock.c */
 void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);
+void ufs_lock_release_fh(struct ufs_inode *inode, uint64_t fh);
 void ufs_lock_release_all(struct ufs_inode *inode);
 
 /* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */

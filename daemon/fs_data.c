@@ -65,6 +65,36 @@ static void follow_client_direct(struct ufs_fs *fs, struct ufs_file *file, uint3
 	__atomic_store_n(&file->flags, (file->flags & ~O_DIRECT) | want, __ATOMIC_RELAXED);
 }
 
+/*
+ * A passed-through open keeps no descriptor (fs_open.c): a request on it
+ * that needs one gets the file opened again (ufs_file_fd), kept until its
+ * I/O is done.
+ */
+static void own_fds_done(struct ufs_req *req, ssize_t res)
+{
+	struct ufs_io *io = &req->io;
+
+	for (int i = 0; i < 2; i++) {
+		if (io->own_fd[i] >= 0)
+			close(io->own_fd[i]);
+		io->own_fd[i] = -1;
+	}
+	io->then(req, res);
+}
+
+/* Make the I/O just set up close the descriptors it opened (if any). */
+static void own_fds(struct ufs_req *req, struct ufs_file *a, int fd_a, struct ufs_file *b, int fd_b)
+{
+	struct ufs_io *io = &req->io;
+
+	io->own_fd[0] = a && fd_a != a->fd ? fd_a : -1;
+	io->own_fd[1] = b && fd_b != b->fd && fd_b != fd_a ? fd_b : -1;
+	if (io->own_fd[0] < 0 && io->own_fd[1] < 0)
+		return;
+	io->then = io->done;
+	io->done = own_fds_done;
+}
+
 static void read_done(struct ufs_req *req, ssize_t res)
 {
 	count_bytes(req, read_counter, res);
@@ -76,20 +106,27 @@ ssize_t ufs_op_read(struct ufs_fs *fs, struct ufs_req *req)
 	const struct fuse_read_in *in = req->args.op;
 	struct ufs_file *file = file_get(fs, in->fh);
 
+	int fd;
+
 	if (!file || file->is_dir)
 		return -EBADF;
-	if (file->fd < 0)
+	if (file->inode->control)
 		return ufs_control_read(fs, req, file, in->offset, in->size);
-	follow_client_direct(fs, file, in->flags);
+	fd = ufs_file_fd(fs, file, false);
+	if (fd < 0)
+		return fd;
+	if (fd == file->fd)
+		follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_READ,
-		.fd = file->fd,
+		.fd = fd,
 		.off = in->offset,
 		.buf = req->out,
 		.len = in->size < req->out_cap ? in->size : req->out_cap,
 		.bounce = (file->flags & O_DIRECT) != 0,
 		.done = read_done,
 	};
+	own_fds(req, file, fd, NULL, -1);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -137,18 +174,21 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 	const struct fuse_write_in *in = req->args.op;
 	struct ufs_file *file = file_get(fs, in->fh);
 	struct stat st;
+	int fd;
 
-	if (!file || file->is_dir)
+	if (!file || file->is_dir || file->inode->control)
 		return -EBADF;
-	if (file->fd < 0)
-		return -EBADF;
+	fd = ufs_file_fd(fs, file, true);
+	if (fd < 0)
+		return fd;
 	/* A write by a client without CAP_FSETID drops setuid/setgid, as locally. */
-	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(file->fd, &st))
+	if ((in->write_flags & FUSE_WRITE_KILL_SUIDGID) && !fstat(fd, &st))
 		ufs_kill_suidgid(fs, req, file->inode, &st, false);
-	follow_client_direct(fs, file, in->flags);
+	if (fd == file->fd)
+		follow_client_direct(fs, file, in->flags);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_WRITE,
-		.fd = file->fd,
+		.fd = fd,
 		.off = in->offset,
 		.buf = (void *)req->args.data,
 		.len = req->args.data_len,
@@ -160,6 +200,7 @@ ssize_t ufs_op_write(struct ufs_fs *fs, struct ufs_req *req)
 	 * (none, or a flusher's, by kernel version): the opener pays.
 	 */
 	writer_ident(fs, req, file, in->write_flags & FUSE_WRITE_CACHE, &req->io.who);
+	own_fds(req, file, fd, NULL, -1);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -175,15 +216,21 @@ ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
 	const struct fuse_fsync_in *in = req->args.op;
 	struct ufs_file *file = file_get(fs, in->fh);
 
+	int fd;
+
 	if (!file)
 		return -EBADF;
-	if (file->fd < 0)
+	if (file->inode->control)
 		return 0;
+	fd = ufs_file_fd(fs, file, false);
+	if (fd < 0)
+		return fd;
 	req->io = (struct ufs_io){
 		.op = in->fsync_flags & FUSE_FSYNC_FDATASYNC ? UFS_IO_FDATASYNC : UFS_IO_FSYNC,
-		.fd = file->fd,
+		.fd = fd,
 		.done = status_done,
 	};
+	own_fds(req, file, fd, NULL, -1);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -194,13 +241,14 @@ ssize_t ufs_op_fsync(struct ufs_fs *fs, struct ufs_req *req)
  * leaves that to us but, unlike WRITE, sends no flag: the caller's own
  * capabilities say (caller.c).
  */
-static void kill_suidgid_on_modify(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file)
+static void kill_suidgid_on_modify(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
+				   int fd)
 {
 	struct stat st;
 
 	if (!ufs_conn_has(fs->conn, FUSE_HANDLE_KILLPRIV_V2))
 		return;
-	if (!fstat(file->fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)) &&
+	if (!fstat(fd, &st) && (st.st_mode & (S_ISUID | S_ISGID)) &&
 	    !ufs_caller_capable(req, CAP_FSETID))
 		ufs_kill_suidgid(fs, req, file->inode, &st, false);
 }
@@ -210,18 +258,24 @@ ssize_t ufs_op_fallocate(struct ufs_fs *fs, struct ufs_req *req)
 	const struct fuse_fallocate_in *in = req->args.op;
 	struct ufs_file *file = file_get(fs, in->fh);
 
-	if (!file || file->is_dir || file->fd < 0)
+	int fd;
+
+	if (!file || file->is_dir || file->inode->control)
 		return -EBADF;
-	kill_suidgid_on_modify(fs, req, file);
+	fd = ufs_file_fd(fs, file, true);
+	if (fd < 0)
+		return fd;
+	kill_suidgid_on_modify(fs, req, file, fd);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_FALLOCATE,
-		.fd = file->fd,
+		.fd = fd,
 		.off = in->offset,
 		.len = in->length,
 		.mode = in->mode,
 		.done = status_done,
 	};
 	writer_ident(fs, req, file, false, &req->io.who);
+	own_fds(req, file, fd, NULL, -1);
 	req->xops->io_submit(req);
 	return -UFS_EQUEUED;
 }
@@ -233,12 +287,19 @@ ssize_t ufs_op_lseek(struct ufs_fs *fs, struct ufs_req *req)
 	struct ufs_file *file = file_get(fs, in->fh);
 	struct fuse_lseek_out *out = req->out;
 	off_t off;
+	int fd;
 
-	if (!file || file->fd < 0)
+	if (!file || file->inode->control)
 		return -EBADF;
-	off = lseek(file->fd, in->offset, in->whence);
+	fd = ufs_file_fd(fs, file, false);
+	if (fd < 0)
+		return fd;
+	off = lseek(fd, in->offset, in->whence);
 	if (off < 0)
-		return -errno;
+		off = -errno;
+	ufs_file_fd_put(file, fd);
+	if (off < 0)
+		return off;
 	out->offset = off;
 	return sizeof(*out);
 }
@@ -262,23 +323,34 @@ static ssize_t copy_file_range_start(struct ufs_fs *fs, struct ufs_req *req,
 	const struct fuse_copy_file_range_in *in = req->args.op;
 	struct ufs_file *src = file_get(fs, in->fh_in);
 	struct ufs_file *dst = file_get(fs, in->fh_out);
+	int fd, fd_in;
 
-	if (!src || !dst || src->fd < 0 || dst->fd < 0 || src->is_dir || dst->is_dir)
+	if (!src || !dst || src->inode->control || dst->inode->control || src->is_dir ||
+	    dst->is_dir)
 		return -EBADF;
 	if (dst->inode->nodeid != in->nodeid_out)
 		return -EINVAL;
-	kill_suidgid_on_modify(fs, req, dst);
+	fd = ufs_file_fd(fs, dst, true);
+	if (fd < 0)
+		return fd;
+	fd_in = ufs_file_fd(fs, src, false);
+	if (fd_in < 0) {
+		ufs_file_fd_put(dst, fd);
+		return fd_in;
+	}
+	kill_suidgid_on_modify(fs, req, dst, fd);
 	req->io = (struct ufs_io){
 		.op = UFS_IO_COPY,
-		.fd = dst->fd,
+		.fd = fd,
 		.off = in->off_out,
-		.fd_in = src->fd,
+		.fd_in = fd_in,
 		.off_in = in->off_in,
 		.len = in->len < max ? in->len : max,
 		.mode = (int)in->flags,
 		.done = done,
 	};
 	writer_ident(fs, req, dst, false, &req->io.who);
+	own_fds(req, dst, fd, src, fd_in);
 	ufs_copy_start(&fs->copies, req);
 	return -UFS_EQUEUED;
 }
@@ -325,8 +397,9 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 		struct fsxattr fsx;
 	} arg = { 0 };
 	size_t size;
+	int fd, ret;
 
-	if (!file || file->fd < 0)
+	if (!file || file->inode->control)
 		return -EBADF;
 	switch (in->cmd) {
 	case FS_IOC_GETFLAGS:
@@ -358,8 +431,13 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	if (in->out_size && in->out_size < size)
 		return -EINVAL;
-	if (ioctl(file->fd, cmd, &arg))
-		return -errno;
+	fd = ufs_file_fd(fs, file, false);
+	if (fd < 0)
+		return fd;
+	ret = ioctl(fd, cmd, &arg) ? -errno : 0;
+	ufs_file_fd_put(file, fd);
+	if (ret)
+		return ret;
 	/* Setting flags changes ctime (and S_APPEND...), which the kernel has cached. */
 	if (cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR)
 		ufs_attr_stale(fs, file->inode);

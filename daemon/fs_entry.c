@@ -134,8 +134,15 @@ static int setattr_truncate(struct ufs_fs *fs, struct ufs_inode *inode, struct u
 		return -EISDIR;
 	if (inode->type != S_IFREG)
 		return -EINVAL;
-	if (file && file->fd >= 0 && (file->flags & O_ACCMODE) != O_RDONLY)
-		return ftruncate(file->fd, size) ? -errno : 0;
+	if (file && !inode->control && (file->flags & O_ACCMODE) != O_RDONLY) {
+		/* A passed-through open has none of its own. */
+		fd = ufs_file_fd(fs, file, true);
+		if (fd < 0)
+			return fd;
+		ret = ftruncate(fd, size) ? -errno : 0;
+		ufs_file_fd_put(file, fd);
+		return ret;
+	}
 	fd = ufs_reopen(fs, inode, O_WRONLY | O_NONBLOCK);
 	if (fd < 0)
 		return fd;

@@ -36,6 +36,9 @@ struct ufs_lock_owner {
 	struct ufs_lock_owner *next;
 	uint64_t owner;
 	int fd;
+	uint64_t fh;			/* the open it last locked through */
+	uid_t uid;			/* charged for fd (budget.h) */
+	struct ufs_budget *budget;
 	pid_t pid;			/* the process that last locked through it */
 	unsigned int waiters;		/* SETLKWs waiting on fd: it must stay open */
 };
@@ -63,29 +66,42 @@ static struct ufs_lock_owner *owner_find(struct ufs_inode *inode, uint64_t owner
 }
 
 /* Called with inode->lock held. */
-static int owner_get(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner, int accmode,
-		     struct ufs_lock_owner **out)
+static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *inode,
+		     uint64_t owner, int accmode, struct ufs_lock_owner **out)
 {
+	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_lock_owner *o = owner_find(inode, owner);
+	uid_t uid = req->in->uid;
 	int fd;
 
 	if (o) {
+		o->fh = in->fh;
 		*out = o;
 		return 0;
 	}
+	/* The owner's description is the caller's to pay for (budget.h). */
+	fd = ufs_budget_charge(&fs->budget, uid, 1);
+	if (fd)
+		return fd;
 	/* Read and write locks both need the description open for both. */
 	fd = ufs_reopen(fs, inode, O_RDWR);
 	if (fd < 0)
 		fd = ufs_reopen(fs, inode, accmode);
-	if (fd < 0)
+	if (fd < 0) {
+		ufs_budget_uncharge(&fs->budget, uid, 1);
 		return fd;
+	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		close(fd);
+		ufs_budget_uncharge(&fs->budget, uid, 1);
 		return -ENOMEM;
 	}
 	o->owner = owner;
 	o->fd = fd;
+	o->fh = in->fh;
+	o->uid = uid;
+	o->budget = &fs->budget;
 	o->next = inode->lock_owners;
 	inode->lock_owners = o;
 	*out = o;
@@ -100,30 +116,52 @@ static int owner_get(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner,
  * held.  Granted on a closed description, it would vanish at once, so then
  * the locks are unlocked instead and the description stays.
  */
-void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner)
+static void release_matching(struct ufs_inode *inode, bool by_fh, uint64_t key)
 {
 	struct flock all = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
-	struct ufs_lock_owner **pp, *o = NULL;
+	struct ufs_lock_owner **pp, *o, *gone = NULL;
 
-	(void)fs;
 	pthread_mutex_lock(&inode->lock);
-	for (pp = &inode->lock_owners; *pp; pp = &(*pp)->next) {
-		if ((*pp)->owner == owner) {
-			o = *pp;
-			if (o->waiters) {
-				fcntl(o->fd, F_OFD_SETLK, &all);
-				o = NULL;
-			} else {
-				*pp = o->next;
-			}
-			break;
+	for (pp = &inode->lock_owners; (o = *pp);) {
+		if ((by_fh ? o->fh : o->owner) != key) {
+			pp = &o->next;
+		} else if (o->waiters) {
+			fcntl(o->fd, F_OFD_SETLK, &all);
+			pp = &o->next;
+		} else {
+			*pp = o->next;
+			o->next = gone;
+			gone = o;
 		}
 	}
 	pthread_mutex_unlock(&inode->lock);
-	if (o) {
+	while ((o = gone)) {
+		gone = o->next;
 		close(o->fd);	/* drops every lock of the owner */
+		ufs_budget_uncharge(o->budget, o->uid, 1);
 		free(o);
 	}
+}
+
+void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner)
+{
+	(void)fs;
+	release_matching(inode, false, owner);
+}
+
+/*
+ * RELEASE of fh: the owners that last locked through it go too.  An OFD
+ * lock's owner is its open file, which no FLUSH names (close(2) flushes
+ * for the process) and the kernel sends no unlock for (its own lock lists
+ * are empty: the server keeps the locks), so without this its locks would
+ * outlive the file until the inode is released.  A process's owner that
+ * locked through fh holds nothing by now: its close(2) of that descriptor
+ * was FLUSHed, and FLUSH drops all its locks; if it locks through another
+ * open since, its fh is that one's.
+ */
+void ufs_lock_release_fh(struct ufs_inode *inode, uint64_t fh)
+{
+	release_matching(inode, true, fh);
 }
 
 void ufs_lock_release_all(struct ufs_inode *inode)
@@ -134,6 +172,7 @@ void ufs_lock_release_all(struct ufs_inode *inode)
 		struct ufs_lock_owner *next = o->next;
 
 		close(o->fd);
+		ufs_budget_uncharge(o->budget, o->uid, 1);
 		free(o);
 		o = next;
 	}
@@ -189,14 +228,14 @@ ssize_t ufs_op_getlk(struct ufs_fs *fs, struct ufs_req *req)
 	struct flock fl;
 	int ret;
 
-	if (!file || file->fd < 0)
+	if (!file || file->inode->control)
 		return -EBADF;
 	ret = lock_range_check(&in->lk);
 	if (ret)
 		return ret;
 	to_flock(&in->lk, &fl);
 	pthread_mutex_lock(&inode->lock);
-	ret = owner_get(fs, inode, in->owner, file->flags & O_ACCMODE, &o);
+	ret = owner_get(fs, req, inode, in->owner, file->flags & O_ACCMODE, &o);
 	if (!ret)
 		ret = fcntl(o->fd, F_OFD_GETLK, &fl) ? -errno : 0;
 	memset(out, 0, sizeof(*out));
@@ -244,6 +283,10 @@ static int lock_try(struct ufs_fs *fs, struct ufs_req *req, const struct fuse_lk
 
 		if (op < 0)
 			return op;
+		/* A flock lives on the open file description: the file keeps one. */
+		ret = ufs_file_fd_keep(fs, file);
+		if (ret)
+			return ret;
 		*wait_fd = file->fd;
 		ret = flock(file->fd, op) ? -errno : 0;
 		return ret == -EWOULDBLOCK ? -EAGAIN : ret;
@@ -253,7 +296,7 @@ static int lock_try(struct ufs_fs *fs, struct ufs_req *req, const struct fuse_lk
 		return ret;
 	to_flock(&in->lk, fl);
 	pthread_mutex_lock(&inode->lock);
-	ret = owner_get(fs, inode, in->owner, file->flags & O_ACCMODE, &o);
+	ret = owner_get(fs, req, inode, in->owner, file->flags & O_ACCMODE, &o);
 	if (!ret) {
 		*wait_fd = o->fd;
 		ret = fcntl(o->fd, F_OFD_SETLK, fl) ? -errno : 0;
@@ -287,7 +330,7 @@ ssize_t ufs_op_setlk(struct ufs_fs *fs, struct ufs_req *req)
 	struct flock fl;
 	int fd;
 
-	if (!file || file->fd < 0)
+	if (!file || file->inode->control)
 		return -EBADF;
 	return lock_try(fs, req, in, file, &fd, &fl, NULL);
 }
@@ -332,7 +375,7 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 	struct lock_wait *w;
 	int ret;
 
-	if (!file || file->fd < 0)
+	if (!file || file->inode->control)
 		return -EBADF;
 	w = calloc(1, sizeof(*w));
 	if (!w)

@@ -53,6 +53,40 @@ static uint32_t open_reply_flags(struct ufs_fs *fs)
 	return flags;
 }
 
+/*
+ * The descriptor an open will hold is charged to its caller before anything
+ * is opened or made (budget.h); the file carries the charge from then on.
+ */
+static unsigned int open_cost(struct ufs_fs *fs)
+{
+	return fs->handles ? 2 : 1;	/* its own descriptor, and its inode's (ufs_file_pin) */
+}
+
+static int open_charge(struct ufs_fs *fs, struct ufs_req *req)
+{
+	return ufs_budget_charge(&fs->budget, req->in->uid, open_cost(fs));
+}
+
+static void open_uncharge(struct ufs_fs *fs, struct ufs_req *req)
+{
+	ufs_budget_uncharge(&fs->budget, req->in->uid, open_cost(fs));
+}
+
+/*
+ * The kernel holds a passed-through open's backing file by its id from
+ * BACKING_OPEN on and does its I/O itself: the daemon's descriptor would
+ * only count against RLIMIT_NOFILE.  What still reaches the daemon for it
+ * (FSYNC, FALLOCATE, locks, ioctls ...) opens it per request (ufs_file_fd).
+ */
+static void drop_descriptor(struct ufs_fs *fs, struct ufs_file *file)
+{
+	close(file->fd);
+	file->fd = -1;
+	if (file->charged)
+		ufs_budget_uncharge(&fs->budget, file->uid, 1);
+	file->charged = false;
+}
+
 /* The data path chosen, file registered and the open reply at out filled. */
 static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
 		      struct ufs_open_out *out)
@@ -66,6 +100,8 @@ static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *f
 	ufs_ident_of(fs, req, NULL, &file->opener);
 	file->opener_known = true;
 	ret = ufs_io_path_open(fs, req, file, &open_flags, &backing_id);
+	if (!ret && file->io_mode == UFS_IO_PASSTHROUGH)
+		drop_descriptor(fs, file);
 	if (!ret)
 		ret = ufs_file_register(fs, file, &fh);
 	if (ret) {
@@ -79,6 +115,7 @@ static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *f
 	return 0;
 }
 
+/* fd is charged to the caller (open_charge): the file takes the charge over. */
 static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *inode, int fd,
 		     int flags, struct ufs_open_out *out)
 {
@@ -86,9 +123,13 @@ static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 
 	if (!file) {
 		close(fd);
+		open_uncharge(fs, req);
 		return -ENOMEM;
 	}
+	file->uid = req->in->uid;
+	file->charged = true;
 	ufs_inode_ref(fs, inode);
+	ufs_file_pin(fs, file, open_cost(fs) > 1);
 	return open_reply(fs, req, file, out);
 }
 
@@ -121,7 +162,11 @@ static ssize_t open_wait_done(struct ufs_req *req, void *arg, ssize_t fd)
 	int flags = *(int *)arg;
 
 	free(arg);
-	return fd < 0 ? fd : open_finish(req->fs, req, fd, flags);
+	if (fd < 0) {
+		open_uncharge(req->fs, req);
+		return fd;
+	}
+	return open_finish(req->fs, req, fd, flags);
 }
 
 static const struct ufs_wait_ops open_wait_ops = {
@@ -142,6 +187,10 @@ ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
 	if (inode->type == S_IFDIR)
 		return -EISDIR;
 	flags = backing_open_flags(fs, in->flags);
+	/* Before the open: an O_TRUNC must not truncate for a refused open. */
+	ret = open_charge(fs, req);
+	if (ret)
+		return ret;
 	/*
 	 * O_NONBLOCK: a lease held on the file is broken, but the open does
 	 * not wait for that (fs/locks.c: __break_lease); with no lease it
@@ -152,23 +201,28 @@ ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)
 	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
 		ret = -errno;
 		close(fd);
-		return ret;
+		goto uncharge;
 	}
-	if (fd != -EWOULDBLOCK)
-		return fd < 0 ? fd : open_finish(fs, req, fd, flags);
+	if (fd >= 0)
+		return open_finish(fs, req, fd, flags);
+	ret = fd;
 	/* A lease in the way: the client's O_NONBLOCK says not to wait. */
-	if (in->flags & O_NONBLOCK)
-		return -EWOULDBLOCK;
+	if (fd != -EWOULDBLOCK || (in->flags & O_NONBLOCK))
+		goto uncharge;
 	arg = malloc(sizeof(*arg));
+	ret = -ENOMEM;
 	if (!arg)
-		return -ENOMEM;
+		goto uncharge;
 	*arg = flags;
 	ret = ufs_wait_start(&fs->waits, req, &open_wait_ops, arg);
 	if (ret) {
 		free(arg);
-		return ret;
+		goto uncharge;
 	}
 	return -UFS_EQUEUED;
+uncharge:
+	open_uncharge(fs, req);
+	return ret;
 }
 
 /*
@@ -248,6 +302,7 @@ static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int 
 	ret = inode_for_fd(fs, fd, &st, req->inode->nodeid, &inode);
 	if (ret) {
 		close(fd);
+		open_uncharge(fs, req);
 		goto undo;
 	}
 	ret = open_file(fs, req, inode, fd, flags, &out->open);
@@ -284,9 +339,15 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	flags = backing_open_flags(fs, in->flags);
-	ret = ufs_creds_enter(fs, req, &creds);
+	/* Refused before the file is made: a failed open(2) creates nothing. */
+	ret = open_charge(fs, req);
 	if (ret)
 		return ret;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret) {
+		open_uncharge(fs, req);
+		return ret;
+	}
 	ufs_umask_enter(fs, in->umask);
 	/* Always O_EXCL|O_NOFOLLOW first, so no existing name is followed. */
 	fd = ufs_open_noatime(fs, req->inode->fd, req->args.name,
@@ -299,8 +360,10 @@ ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)
 		fd = create_open_existing(fs, req->inode, req->args.name, flags);
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
-	if (fd < 0)
+	if (fd < 0) {
+		open_uncharge(fs, req);
 		return fd;
+	}
 	return create_reply(fs, req, fd, flags, created);
 }
 
@@ -314,16 +377,23 @@ ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	flags = (backing_open_flags(fs, in->flags) & ~O_DIRECTORY) | O_TMPFILE;
-	ret = ufs_creds_enter(fs, req, &creds);
+	ret = open_charge(fs, req);
 	if (ret)
 		return ret;
+	ret = ufs_creds_enter(fs, req, &creds);
+	if (ret) {
+		open_uncharge(fs, req);
+		return ret;
+	}
 	ufs_umask_enter(fs, in->umask);
 	fd = ufs_open_noatime(fs, req->inode->fd, ".", flags | O_CLOEXEC,
 			      ufs_creds_mode(&creds, in->mode));
 	ufs_umask_leave(fs);
 	ufs_creds_leave(&creds);
-	if (fd < 0)
+	if (fd < 0) {
+		open_uncharge(fs, req);
 		return fd;
+	}
 	return create_reply(fs, req, fd, flags, false);
 }
 
@@ -335,18 +405,23 @@ ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file)
 		return -EBADF;
-	if (file->fd < 0)
+	if (file->inode->control)
 		return 0;
 	/* close(2) of the client's descriptor drops its POSIX locks. */
 	ufs_lock_release_owner(fs, file->inode, in->lock_owner);
 	/*
-	 * Close a duplicate so the backing file system sees the close (NFS
-	 * writes back and reports errors on close).  A close(2) never fails for
-	 * want of a descriptor: without one to spare, fsync does that work.
+	 * Close a duplicate (or, for a passed-through open, the file opened
+	 * again) so the backing file system sees the close (NFS writes back
+	 * and reports errors on close).  A close(2) never fails for want of a
+	 * descriptor: without one to spare, fsync of our own does that work.
 	 */
-	fd = fcntl(file->fd, F_DUPFD_CLOEXEC, 0);
+	fd = file->fd >= 0 ? fcntl(file->fd, F_DUPFD_CLOEXEC, 0) : ufs_file_fd(fs, file, false);
+	if (fd < 0 && file->fd >= 0)
+		fd = -errno;
+	if (fd == -EMFILE || fd == -ENFILE)
+		return file->fd >= 0 && fsync(file->fd) ? -errno : 0;
 	if (fd < 0)
-		return errno == EMFILE || errno == ENFILE ? (fsync(file->fd) ? -errno : 0) : -errno;
+		return fd;
 	return close(fd) ? -errno : 0;
 }
 
@@ -357,6 +432,7 @@ ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (!file)
 		return -EBADF;
+	ufs_lock_release_fh(file->inode, in->fh);
 	/* Closing our descriptor releases its flock (FUSE_RELEASE_FLOCK_UNLOCK). */
 	ufs_file_free(fs, file);
 	return 0;

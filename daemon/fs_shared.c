@@ -57,6 +57,65 @@ int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
 }
 
 /*
+ * A descriptor for one request on file: its own, or (a passed-through open
+ * keeps none: the kernel holds the backing file by its id) the file opened
+ * again with the flags of its open.  Give it back with ufs_file_fd_put().
+ * A request that does not write (fsync, lseek, an ioctl, a flock) takes a
+ * read-only one where the file may no longer be opened for writing
+ * (chattr +i since the open): natively its descriptor still works.
+ */
+int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write)
+{
+	int flags = file->flags & ~(O_TRUNC | O_CREAT | O_EXCL | O_TMPFILE);
+	int fd = __atomic_load_n(&file->fd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0 || file->inode->control)
+		return fd >= 0 ? fd : -EBADF;
+	fd = ufs_reopen(fs, file->inode, flags);
+	if (!write && (flags & O_ACCMODE) != O_RDONLY &&
+	    (fd == -EPERM || fd == -EACCES || fd == -ETXTBSY || fd == -EROFS))
+		fd = ufs_reopen(fs, file->inode, (flags & ~(O_ACCMODE | O_APPEND)) | O_RDONLY);
+	return fd;
+}
+
+void ufs_file_fd_put(struct ufs_file *file, int fd)
+{
+	if (fd >= 0 && fd != __atomic_load_n(&file->fd, __ATOMIC_ACQUIRE))
+		close(fd);
+}
+
+/*
+ * A descriptor that stays with the file from now on (a flock lives on its
+ * open file description), charged to the opener; 0 or -errno.
+ */
+int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file)
+{
+	int fd, none = -1, ret;
+
+	if (__atomic_load_n(&file->fd, __ATOMIC_ACQUIRE) >= 0)
+		return 0;
+	if (file->inode->control)
+		return -EBADF;
+	ret = ufs_budget_charge(&fs->budget, file->uid, 1);
+	if (ret)
+		return ret;
+	fd = ufs_file_fd(fs, file, false);
+	if (fd < 0) {
+		ufs_budget_uncharge(&fs->budget, file->uid, 1);
+		return fd;
+	}
+	/* Two workers may race here: the first one's descriptor stays. */
+	if (!__atomic_compare_exchange_n(&file->fd, &none, fd, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(fd);
+		ufs_budget_uncharge(&fs->budget, file->uid, 1);
+		return 0;
+	}
+	file->charged = true;
+	return 0;
+}
+
+/*
  * openat() of a backing file or directory, with O_NOATIME where the mount
  * asks for it (noatime, nodiratime).  Only the owner or CAP_FOWNER may use
  * O_NOATIME: a daemon without it then reads like any other process.

@@ -314,7 +314,7 @@ void ufs_record_next_nodeid(struct ufs_record *r, uint64_t next)
 
 void ufs_record_file_set(struct ufs_record *r, uint32_t index, uint32_t gen, uint64_t nodeid,
 			 int flags, enum ufs_record_file_kind kind, unsigned int io_mode,
-			 int backing_id)
+			 int backing_id, uint32_t charged_uid)
 {
 	struct ufs_record_file *f;
 
@@ -331,6 +331,7 @@ void ufs_record_file_set(struct ufs_record *r, uint32_t index, uint32_t gen, uin
 	f->backing_id = backing_id;
 	f->kind = kind;
 	f->io_mode = io_mode;
+	f->charged_uid = charged_uid;
 	if (index >= r->hdr->files_hwm)
 		__atomic_store_n(&r->hdr->files_hwm, index + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&f->nodeid, nodeid, __ATOMIC_RELEASE);

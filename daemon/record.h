@@ -89,7 +89,8 @@ struct ufs_record_file {
 	uint8_t kind;			/* enum ufs_record_file_kind */
 	uint8_t io_mode;		/* enum ufs_io_mode */
 	uint16_t pad;
-	uint64_t reserved;
+	uint32_t charged_uid;		/* the opener's uid + 1 (budget.h), 0: unknown */
+	uint32_t reserved;
 };
 
 struct ufs_record {
@@ -149,7 +150,7 @@ void ufs_record_next_nodeid(struct ufs_record *r, uint64_t next);
 
 void ufs_record_file_set(struct ufs_record *r, uint32_t index, uint32_t gen, uint64_t nodeid,
 			 int flags, enum ufs_record_file_kind kind, unsigned int io_mode,
-			 int backing_id);
+			 int backing_id, uint32_t charged_uid);
 void ufs_record_file_drop(struct ufs_record *r, uint32_t index);
 
 #endif /* UFS_RECORD_H */

@@ -73,6 +73,9 @@ struct ufs_io {
 	uint64_t off_in;
 	struct ufs_ident who;		/* whose limits it meets (ident.h) */
 	void (*done)(struct ufs_req *req, ssize_t res);
+	/* With done = a closer (fs_data.c): descriptors opened for this I/O, -1: none. */
+	int own_fd[2];
+	void (*then)(struct ufs_req *req, ssize_t res);
 };
 
 /* How a transport sends the reply of one of its requests. */

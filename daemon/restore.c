@@ -140,8 +140,12 @@ static int restore_nodes(struct ufs_daemon *d, char *why, size_t len)
 	return 0;
 }
 
-/* The backing descriptor of an open file: the one handed over, or its file reopened. */
-static int file_fd(struct ufs_daemon *d, uint32_t index, struct ufs_inode *inode, int flags)
+/*
+ * The backing descriptor of an open file: the one handed over, or its file
+ * reopened.  A passed-through open keeps none (fs_open.c): -1 for it.
+ */
+static int file_fd(struct ufs_daemon *d, uint32_t index, struct ufs_inode *inode,
+		   const struct ufs_record_file *f)
 {
 	struct ufs_inherit *in = &d->inherit;
 	int fd;
@@ -151,7 +155,9 @@ static int file_fd(struct ufs_daemon *d, uint32_t index, struct ufs_inode *inode
 		in->file_fds[index] = -1;
 		return fd;
 	}
-	return ufs_reopen(&d->fs, inode, flags & ~(O_TRUNC | O_CREAT | O_EXCL));
+	if (f->io_mode == UFS_IO_PASSTHROUGH)
+		return -1;
+	return ufs_reopen(&d->fs, inode, f->flags & ~(O_TRUNC | O_CREAT | O_EXCL));
 }
 
 static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_record_file *f)
@@ -164,7 +170,7 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 	if (!inode)
 		return -ESTALE;
 	if (f->kind != UFS_RECORD_CONTROL) {
-		fd = file_fd(d, index, inode, f->flags);
+		fd = file_fd(d, index, inode, f);
 		/* A passed-through file's I/O is the kernel's: its RELEASE still needs it here. */
 		if (fd < 0 && f->io_mode != UFS_IO_PASSTHROUGH) {
 			ufs_inode_put(fs, inode);
@@ -179,8 +185,16 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 		return -ENOMEM;
 	}
 	file->is_dir = f->kind == UFS_RECORD_DIR;
+	/* The predecessor's charges stay with the opener (budget.h). */
+	if (f->charged_uid) {
+		file->uid = f->charged_uid - 1;
+		file->charged = fd >= 0 && f->kind != UFS_RECORD_CONTROL;
+		if (file->charged)
+			ufs_budget_force(&fs->budget, file->uid, 1);
+	}
 	if (f->kind == UFS_RECORD_CONTROL && fs->control_snapshot)
 		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
+	ufs_file_pin(fs, file, false);
 	ret = ufs_io_path_restore(fs, file, f->io_mode, f->backing_id);
 	if (!ret)
 		ret = ufs_file_restore(fs, index, f->gen, file);

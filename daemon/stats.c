@@ -103,6 +103,9 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "opens_zero_copy", total.opens_zero_copy);
 	put_u64(f, "opens_copy", total.opens_copy);
 	put_u64(f, "backing_ids", __atomic_load_n(&d->fs.backing_ids, __ATOMIC_RELAXED));
+	put_u64(f, "fds_share", d->fs.budget.share);
+	put_u64(f, "fds_charged", __atomic_load_n(&d->fs.budget.pooled, __ATOMIC_RELAXED));
+	put_u64(f, "fds_refused", __atomic_load_n(&d->fs.budget.refused, __ATOMIC_RELAXED));
 	for (unsigned int i = 0; i < UFS_PT_REFUSED_COUNT; i++) {
 		char name[48];
 

@@ -27,6 +27,7 @@
 /* Values that go up and down; every other number only grows. */
 static const char *const gauges[] = {
 	"workers", "queues", "zero_copy_queues", "backing_ids", "inodes", "export_nodeids",
+	"fds_share", "fds_charged",
 };
 
 struct stat_line {

@@ -162,6 +162,33 @@ def close_releases(m):
     check_eq(got.value, (WR, UN), 'lock before and after closing another fd of the file')
 
 
+def ofd_close_steps(path):
+    """An OFD lock goes with the last close of its open file: another open
+    then takes the same lock, and again after a second round."""
+    out = []
+    for _ in range(2):
+        fd = os.open(path, os.O_RDWR)
+        sx.lock(fd, fcntl.F_OFD_SETLK, WR, 0, 10)
+        os.close(fd)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            o = ufs.outcome(sx.lock, fd, fcntl.F_OFD_SETLK, WR, 0, 10)
+            out.append(ufs.errname(o.err) if o.err else 'locked')
+        finally:
+            os.close(fd)
+    return out
+
+
+@lock_case
+def ofd_lock_released_at_close(m):
+    """Issue 24 (a sibling of the descriptor budget): with posix_locks=on an
+    OFD lock's owner, its open file, kept its description in the daemon, and
+    the lock on the backing file, until the inode was released."""
+    got, want = on_both(m, 'ofd-close', ofd_close_steps)
+    ufs.check_same(got, want, 'OFD locks after the last close of their file')
+    check_eq(got.value, ['locked', 'locked'], 'a new open takes the lock after the close')
+
+
 def flock_open_flags():
     """How the flock cases open their files: read-only, except on NFS, which
     emulates flock(2) with byte-range locks, whose exclusive lock needs a

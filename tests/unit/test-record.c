@@ -70,7 +70,7 @@ static void test_round_trip(void)
 	ufs_record_node_drop(&a, s1);
 	ufs_record_node_set_flags(&a, s3, UFS_RECORD_NODE_EXPORTED);
 	ufs_record_next_nodeid(&a, 5);
-	ufs_record_file_set(&a, 3, 9, 3, O_RDWR, UFS_RECORD_FILE, 2, 17);
+	ufs_record_file_set(&a, 3, 9, 3, O_RDWR, UFS_RECORD_FILE, 2, 17, 0);
 
 	fd = dup(a.fd);
 	is_int(ufs_record_attach(&b, fd, why, sizeof(why)), 0, "attach a live record");
@@ -157,7 +157,7 @@ static void writer(struct ufs_record *r, uint64_t *published)
 		}
 		slots[k] = node_put(r, id, 1);
 		ufs_record_node_lookups(r, slots[k], 1 + round % 5);
-		ufs_record_file_set(r, k, round, id, O_RDONLY, UFS_RECORD_FILE, 1, 0);
+		ufs_record_file_set(r, k, round, id, O_RDONLY, UFS_RECORD_FILE, 1, 0, 0);
 		__atomic_store_n(published, id, __ATOMIC_RELEASE);
 		id++;
 	}
