@@ -100,7 +100,8 @@ static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *f
 	ufs_ident_of(fs, req, NULL, &file->opener);
 	file->opener_known = true;
 	ret = ufs_io_path_open(fs, req, file, &open_flags, &backing_id);
-	if (!ret && file->io_mode == UFS_IO_PASSTHROUGH)
+	/* A passed-through writer served by the daemon (FOPEN_DIRECT_IO) keeps it. */
+	if (!ret && file->io_mode == UFS_IO_PASSTHROUGH && !(open_flags & FOPEN_DIRECT_IO))
 		drop_descriptor(fs, file);
 	if (!ret)
 		ret = ufs_file_register(fs, file, &fh);
