@@ -121,11 +121,15 @@ int ufs_fs_reopen_proc(struct ufs_fs *fs)
 
 void ufs_fs_destroy(struct ufs_fs *fs)
 {
+	/*
+	 * The connection is gone, and its backing ids with it: no BACKING_CLOSE
+	 * from a copy or a wait that ends now (its descriptor number may be
+	 * another file's already).
+	 */
+	fs->dev_fd = -1;
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);
-	/* The connection is gone, and its backing ids with it. */
-	fs->dev_fd = -1;
 	ufs_file_table_destroy(fs);
 	ufs_inode_table_destroy(fs);
 	ufs_confine_memo_destroy(fs);

@@ -230,8 +230,9 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_transport_stop(d);
 	ret = ufs_main_loop_end(d);
 	ufs_unmount(&d->mnt);
-	ufs_mount_release(&d->mnt);
+	/* Copies and waits end here: while the connection's descriptor is open. */
 	ufs_fs_destroy(&d->fs);
+	ufs_mount_release(&d->mnt);
 	ufs_store_close(&d->store);
 	ufs_record_close(&d->record);
 	ufs_info("%s unmounted, exiting", d->mountpoint);

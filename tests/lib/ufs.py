@@ -755,6 +755,8 @@ class Mount:
     def start(self):
         if self.bind and self.user:
             raise Skip('bind variant: only the daemon can mount as an ordinary user')
+        if self.user and os.environ.get('UFS_DAEMON_ROOT_ONLY'):
+            raise Skip(os.environ['UFS_DAEMON_ROOT_ONLY'])
         for d in (self.src, self.mnt, self.ref, self.tmp):
             os.makedirs(d, exist_ok=True)
         if self.user:
