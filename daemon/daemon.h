@@ -109,7 +109,7 @@ int ufs_init_exchange(struct ufs_daemon *d);
 int ufs_workers_alloc(struct ufs_daemon *d);
 
 /* loop.c: the main thread until every worker has seen the connection end. */
-void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs);
+void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd);
 /*
  * After the loop: the connection ended with nobody unmounting (the kernel
  * aborted it): logged, the dead mount detached.  Returns the daemon's error.

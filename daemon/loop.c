@@ -120,7 +120,7 @@ static int loop_timeout(int64_t grace_deadline, int64_t next_status)
 	return wait;
 }
 
-void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
+void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 {
 	struct pollfd pfd[3];
 	bool fatal_seen = false;
@@ -132,7 +132,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs)
 	pfd[1].fd = d->event_fd;
 	pfd[1].events = POLLIN;
 	/* A successor asking for the mount (handover.c), and a start finding it served. */
-	pfd[2].fd = ufs_handover_listen(d);
+	pfd[2].fd = listen_fd;
 	pfd[2].events = POLLIN;
 
 	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {

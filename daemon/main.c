@@ -160,7 +160,7 @@ static int start_inherited(struct ufs_daemon *d, const char *settings, int *read
 static int run(struct ufs_daemon *d, const char *settings)
 {
 	bool inherited = d->inherit.from != UFS_INHERIT_NONE;
-	int ready_fd = -1, ret;
+	int ready_fd = -1, listen_fd, ret;
 	sigset_t sigs;
 
 	ufs_store_init(&d->store);
@@ -214,6 +214,12 @@ static int run(struct ufs_daemon *d, const char *settings)
 		if (ret)
 			ufs_warn("asking the kernel to resend: %s", strerror(-ret));
 	}
+	/*
+	 * The take-over socket before anyone hears "ready": a start finding the
+	 * mount dead (its socket there, nobody listening) may take it away, and
+	 * a reload right after READY=1 must find us.
+	 */
+	listen_fd = ufs_handover_listen(d);
 	log_serving(d);
 	if (!d->foreground && !ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
@@ -223,7 +229,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_handover_status(d->mnt.real, NULL);
 	ufs_notify_ready(d);
 
-	ufs_main_loop(d, &sigs);
+	ufs_main_loop(d, &sigs, listen_fd);
 	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
 		return 0;	/* everything is the successor's now: leave it all as it is */
 	ufs_fdstore_forget(d);
