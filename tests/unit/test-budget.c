@@ -94,7 +94,8 @@ static void test_floor(void)
 	is_int(ufs_budget_charge(&b, 1, 1), 0, "and a directory");
 	is_int(ufs_budget_charge(&b, 1, 29), 0, "up to its floor");
 	is_int(ufs_budget_charge(&b, 1, 1), -EMFILE, "not past it while the pool is full");
-	is_int(ufs_budget_charge(&b, 2, 40), -EMFILE, "a charge past the floor is whole or nothing");
+	is_int(ufs_budget_charge(&b, 2, 40), -EMFILE,
+	       "a charge past the floor is whole or nothing");
 	for (uid = 2; uid < 10; uid++)
 		while (!ufs_budget_charge(&b, uid, 1))
 			got++;
