@@ -498,7 +498,8 @@ def takeover_keeps_charges():
 
 @case(mount=False, root=True, timeout=60)
 def budget_key_documented():
-    """`open_fds_per_user` is a key: auto or a number, shown by --print-config."""
+    """`open_fds_per_user` is a key: auto or a number from 2, shown by
+    --print-config."""
     require_daemon_here()
     d = ufs.config().daemon
     r = subprocess.run([d, '--print-config', '-o', 'open_fds_per_user=77'],
@@ -513,5 +514,12 @@ def budget_key_documented():
                            timeout=30)
         check(r.returncode != 0 and 'open_fds_per_user' in r.stderr,
               f'a bad value is refused by name: {r.returncode} {r.stderr!r}')
+        # An open is charged 2 up front (fs_open.c): a share of 1 refused every open.
+        with open(conf, 'w') as f:
+            f.write('[backing]\nopen_fds_per_user = 1\n')
+        r = subprocess.run([d, '--check-config', conf], capture_output=True, text=True,
+                           timeout=30)
+        check(r.returncode != 0 and 'out of range 2..' in r.stderr,
+              f'a share of 1 is refused: {r.returncode} {r.stderr!r}')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
