@@ -42,11 +42,15 @@ int ufs_budget_init(struct ufs_budget *b, unsigned int share, unsigned long nofi
 {
 	unsigned long pool = nofile - ufs_budget_reserve(nofile);
 
+	unsigned long borrow = ufs_budget_reserve(nofile) / 2;
+
 	memset(b, 0, sizeof(*b));
 	b->share = share ? share : ufs_budget_auto_share(nofile);
 	b->pool = pool > UINT32_MAX ? UINT32_MAX : (unsigned int)pool;
 	if (b->pool < b->share)
 		b->pool = b->share;
+	b->floor = b->share / 2 < UFS_BUDGET_FLOOR ? b->share / 2 : UFS_BUDGET_FLOOR;
+	b->borrow = borrow < UINT32_MAX - b->pool ? (unsigned int)borrow : UINT32_MAX - b->pool;
 	return pthread_mutex_init(&b->lock, NULL) ? -ENOMEM : 0;
 }
 
@@ -72,6 +76,35 @@ static struct ufs_budget_user **user_slot(struct ufs_budget *b, uid_t uid)
 	return pp;
 }
 
+/*
+ * Whether uid, holding held, may be charged n more.  Its share bounds it
+ * always.  The pool bounds it too, but not within its floor: a few users at
+ * their share fill the pool (with auto, four do), and without a floor every
+ * other ordinary user would then get EMFILE for one cat or ls, while the
+ * error is for those who took the pool.  So a charge that leaves the user
+ * at most at the floor goes past a full pool, into the reserve, as long as
+ * all users together then hold no more than pool + borrow (half the
+ * reserve: the other half stays for root and the daemon's own
+ * descriptors).  The floor is 32 (16 opens, or 32 directory streams), or
+ * half the share if that is less, so that a user at its share is never
+ * within it: while the pool is full, only users under their floor are
+ * charged, and what they borrowed returns as anybody closes.  O(1).
+ * Residual: it takes more users to shut the others out, not an infinity:
+ * the pool's four at their share plus borrow / floor more (at the limit of
+ * 1024: 4 + 4) at their floor; root never.
+ */
+static bool fits(const struct ufs_budget *b, unsigned int held, unsigned int n)
+{
+	unsigned long after = (unsigned long)held + n;
+	unsigned long pooled = (unsigned long)b->pooled + n;
+
+	if (after > b->share)
+		return false;
+	if (pooled <= b->pool)
+		return true;
+	return after <= b->floor && pooled <= (unsigned long)b->pool + b->borrow;
+}
+
 static int charge(struct ufs_budget *b, uid_t uid, unsigned int n, bool check)
 {
 	struct ufs_budget_user **pp, *u;
@@ -82,8 +115,7 @@ static int charge(struct ufs_budget *b, uid_t uid, unsigned int n, bool check)
 	pthread_mutex_lock(&b->lock);
 	pp = user_slot(b, uid);
 	u = *pp;
-	if (check && ((u ? u->held : 0) + (unsigned long)n > b->share ||
-		      (unsigned long)b->pooled + n > b->pool)) {
+	if (check && !fits(b, u ? u->held : 0, n)) {
 		b->refused++;
 		ret = -EMFILE;
 	} else if (!u && !(u = calloc(1, sizeof(*u)))) {

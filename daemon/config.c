@@ -39,6 +39,7 @@ struct ufs_opt {
 	unsigned long long min, max;	/* UINT, SIZE; SECONDS uses them as whole seconds */
 	const char *const *choices;	/* ENUM: index is the value */
 	const char *def;
+	const char *why;	/* UINT: said with an out-of-range error, if set */
 };
 
 static const char *const switch_names[] = { "auto", "on", "off", NULL };
@@ -54,6 +55,12 @@ static const char *const log_names[] = { "", "", "", "error", "warn", "", "info"
 	{                                                                                          \
 		.key = k, .section = s, .type = t, .off = offsetof(struct ufs_config, field),      \
 		.min = lo, .max = hi, .choices = ch, .def = d                                      \
+	}
+/* w: the reason for the range, said with an out-of-range error */
+#define OPT_WHY(k, s, t, field, lo, hi, d, w)                                                      \
+	{                                                                                          \
+		.key = k, .section = s, .type = t, .off = offsetof(struct ufs_config, field),      \
+		.min = lo, .max = hi, .def = d, .why = w                                           \
 	}
 #define BOOL(k, s, field, d) OPT(k, s, UFS_OPT_BOOL, field, 0, 1, NULL, d)
 #define ENUM(k, s, field, ch, d) OPT(k, s, UFS_OPT_ENUM, field, 0, 0, ch, d)
@@ -100,8 +107,9 @@ static const struct ufs_opt opts[] = {
 	BOOL("backing_direct_io", "backing", backing_direct_io, "off"),
 	ENUM("inode_handles", "backing", inode_handles, handles_names, "prefer"),
 	OPT("fd_cache", "backing", UFS_OPT_UINT, fd_cache, 16, 1 << 20, NULL, "4096"),
-	OPT("open_fds_per_user", "backing", UFS_OPT_UINT_AUTO, open_fds_per_user, 1, 1 << 24, NULL,
-	    "auto"),
+	/* An open is charged 2 before its path is known (fs_open.c open_cost()). */
+	OPT_WHY("open_fds_per_user", "backing", UFS_OPT_UINT_AUTO, open_fds_per_user, 2, 1 << 24,
+		"auto", "an open holds 2 descriptors, its own and the one of the inode it pins"),
 };
 
 #define OPT_COUNT (sizeof(opts) / sizeof(opts[0]))
@@ -370,8 +378,8 @@ static int set_value(struct ufs_config *cfg, const struct ufs_opt *o, const char
 			return -EINVAL;
 		}
 		if (n < o->min || n > o->max) {
-			ufs_config_error_set(err, "%s=%s: out of range %llu..%llu", o->key, value, o->min,
-				  o->max);
+			ufs_config_error_set(err, "%s=%s: out of range %llu..%llu%s%s", o->key, value,
+					     o->min, o->max, o->why ? ": " : "", o->why ? o->why : "");
 			return -EINVAL;
 		}
 		*(unsigned int *)field(cfg, o) = n;

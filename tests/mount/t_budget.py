@@ -9,7 +9,8 @@ descriptors (so a flood takes a second, not 20,000 opens) and the
 floods from two processes until EMFILE (or FLOOD opens each) while nobody
 and root open, read, create and list; passed-through opens must cost the
 daemon no descriptor at all; POSIX lock owners are charged to the locker;
-a take-over keeps the charges.
+a take-over keeps the charges; four users flooding at once leave a fifth
+its floor.
 """
 
 import contextlib
@@ -167,6 +168,98 @@ def flood_leaves_others_served():
             check(m.stats()['fds_refused'] >= 2, 'the refusals are counted')
             print(f'# flooder: {got}, daemon descriptors {daemon_fds(m)} of {LIMIT}')
         check_eq(others_work(m, 'after'), '', 'other users and root after the flood')
+        wait_charged(m, 0, 'once every open is closed')
+
+
+def spread_flooder(chan, paths, most):
+    """Child: open paths[0], paths[1], ... (the last one again and again once
+    past the end) up to most times, until EMFILE; like flooder."""
+    own_fd_room(most + 64)
+    fds, err = [], None
+    try:
+        while len(fds) < most:
+            fds.append(os.open(paths[min(len(fds), len(paths) - 1)], os.O_RDONLY))
+    except OSError as e:
+        err = e.errno
+    chan.send((len(fds), err))
+    chan.recv(timeout=120)
+    for fd in fds:
+        os.close(fd)
+    return len(fds)
+
+
+def open_cost(m):
+    """What an open of a file nobody holds costs: 2 with file handles (its
+    descriptor and the inode's it pins), 1 without."""
+    with ufs.Child(holder, f'{m.mnt}/shared', user=ufs.TEST_USER) as c:
+        c.recv()
+        cost = m.stats()['fds_charged']
+        c.send('close')
+        c.join()
+    wait_charged(m, 0, 'after the probe open')
+    return cost
+
+
+@case(mount=False, root=True, timeout=180)
+def four_floods_leave_a_fifth_served():
+    """Four ordinary users flood at once: at their share (auto: a quarter of
+    the pool) together they fill all that ordinary users may hold.  They are
+    the ones refused; a fifth user (uid 1) still opens and reads a file,
+    lists a directory and creates one (its floor, borrowed from the
+    reserve), and so does root."""
+    require_daemon_here()
+    with LimitedMount(opts='allow_other,io_path=copy') as m:
+        prepare(m)
+        floods = [ufs.TEST_USER, NOBODY, 2, 3]
+        # Each user its own files, so that each open costs the same and the
+        # four shares (4 x SHARE: the whole pool) fill exactly.
+        cost = open_cost(m)
+        files = SHARE // cost
+        paths = []
+        for i in range(len(floods)):
+            d = f'{m.src}/flood{i}'
+            os.mkdir(d, 0o755)
+            for j in range(files if cost > 1 else 1):
+                ufs.write_file(f'{d}/f{j}', b'f', 0o644)
+            paths.append([f'{m.mnt}/flood{i}/f{j}' for j in range(files if cost > 1 else 1)])
+        children = []
+        try:
+            for user, p in zip(floods, paths):
+                children.append(ufs.Child(spread_flooder, p, 2 * SHARE, user=user, groups=[]))
+            got = [c.recv(timeout=120) for c in children]
+            check(all(e == errno.EMFILE for _, e in got),
+                  f'the flooders are refused, with EMFILE: {got}')
+            check_eq(m.stats()['fds_charged'], 4 * SHARE,
+                     f'four shares fill the pool (opens {got}, cost {cost})')
+
+            def fifth():
+                out = []
+                try:
+                    with open(f'{m.mnt}/shared', 'rb') as f:
+                        if f.read() != b'shared data':
+                            out.append('read the wrong bytes')
+                    os.listdir(f'{m.mnt}/open')
+                    path = f'{m.mnt}/open/fifth'
+                    os.mkdir(path)
+                    ufs.write_file(path + '/f', b'y')
+                    if os.listdir(path) != ['f']:
+                        out.append('listing of a new directory is wrong')
+                except OSError as e:
+                    out.append(f'{e.strerror} ({errno.errorcode.get(e.errno)}) in {e.filename}')
+                return '; '.join(out)
+
+            check_eq(ufs.as_user(fifth, user=1, groups=[]), '',
+                     'a fifth user while four users hold the pool')
+            wait_charged(m, 4 * SHARE, 'once the fifth closed (what it borrowed is back)')
+            with open(f'{m.mnt}/shared', 'rb') as f:
+                check_eq(f.read(), b'shared data', 'root reads meanwhile')
+            print(f'# flooders: {got}, daemon descriptors {daemon_fds(m)} of {LIMIT}')
+            for c in children:
+                c.send('close')
+                c.join(timeout=120)
+        finally:
+            for c in children:
+                c.kill()
         wait_charged(m, 0, 'once every open is closed')
 
 
@@ -405,7 +498,8 @@ def takeover_keeps_charges():
 
 @case(mount=False, root=True, timeout=60)
 def budget_key_documented():
-    """`open_fds_per_user` is a key: auto or a number, shown by --print-config."""
+    """`open_fds_per_user` is a key: auto or a number from 2, shown by
+    --print-config."""
     require_daemon_here()
     d = ufs.config().daemon
     r = subprocess.run([d, '--print-config', '-o', 'open_fds_per_user=77'],
@@ -420,5 +514,12 @@ def budget_key_documented():
                            timeout=30)
         check(r.returncode != 0 and 'open_fds_per_user' in r.stderr,
               f'a bad value is refused by name: {r.returncode} {r.stderr!r}')
+        # An open is charged 2 up front (fs_open.c): a share of 1 refused every open.
+        with open(conf, 'w') as f:
+            f.write('[backing]\nopen_fds_per_user = 1\n')
+        r = subprocess.run([d, '--check-config', conf], capture_output=True, text=True,
+                           timeout=30)
+        check(r.returncode != 0 and 'out of range 2..' in r.stderr,
+              f'a share of 1 is refused: {r.returncode} {r.stderr!r}')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

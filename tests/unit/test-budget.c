@@ -54,15 +54,75 @@ static void test_pool(void)
 	ufs_budget_init(&b, 0, 100);
 	is_int(b.share, 12, "auto share");
 	is_int(b.pool, 50, "pool");
+	is_int(b.floor, 6, "a small share: the floor is half of it");
+	is_int(b.borrow, 25, "half the reserve may be borrowed");
 	for (uid = 1; uid <= 4 && !ret; uid++)
 		ret = ufs_budget_charge(&b, uid, 12);
 	is_int(ret, 0, "four users take their shares");
 	is_int(ufs_budget_charge(&b, 5, 2), 0, "a fifth finds the pool's rest");
-	is_int(ufs_budget_charge(&b, 6, 1), -EMFILE, "a sixth finds the pool empty");
+	is_int(ufs_budget_charge(&b, 1, 1), -EMFILE, "the pool is full for a user at its share");
+	is_int(ufs_budget_charge(&b, 6, 6), 0, "a sixth gets its floor past the full pool");
+	is_int(ufs_budget_charge(&b, 6, 1), -EMFILE, "but no more than its floor");
+	is_int(ufs_budget_charge(&b, 5, 4), 0, "the fifth too, up to its floor");
+	is_int(ufs_budget_charge(&b, 5, 1), -EMFILE, "and no further");
 	is_int(ufs_budget_charge(&b, 0, 1), 0, "root still gets the reserve");
-	for (uid = 1; uid <= 5; uid++)
+	for (uid = 1; uid <= 6; uid++)
 		ufs_budget_uncharge(&b, uid, 12);
 	is_int(b.pooled, 0, "everything returned");
+	ufs_budget_destroy(&b);
+}
+
+/*
+ * Four users at their share fill the pool; every other user still gets its
+ * floor, the users together at most pool + half the reserve (1024: 768 +
+ * 128, floor 32): the flooders are the ones refused.
+ */
+static void test_floor(void)
+{
+	struct ufs_budget b;
+	unsigned int uid, got = 0;
+
+	ufs_budget_init(&b, 0, 1024);
+	is_int(b.floor, UFS_BUDGET_FLOOR, "1024: the floor is 32");
+	is_int(b.borrow, 128, "1024: 128 may be borrowed");
+	for (uid = 1001; uid <= 1004; uid++)
+		while (!ufs_budget_charge(&b, uid, 2))
+			;
+	is_int(b.pooled, 768, "four users at their share fill the pool");
+	is_int(ufs_budget_charge(&b, 1001, 1), -EMFILE, "a flooder is refused");
+	is_int(ufs_budget_charge(&b, 1, 2), 0, "a fifth user opens a file (2)");
+	is_int(ufs_budget_charge(&b, 1, 1), 0, "and a directory");
+	is_int(ufs_budget_charge(&b, 1, 29), 0, "up to its floor");
+	is_int(ufs_budget_charge(&b, 1, 1), -EMFILE, "not past it while the pool is full");
+	is_int(ufs_budget_charge(&b, 2, 40), -EMFILE,
+	       "a charge past the floor is whole or nothing");
+	for (uid = 2; uid < 10; uid++)
+		while (!ufs_budget_charge(&b, uid, 1))
+			got++;
+	is_int(got, 96, "other users share the rest of the borrow (128 - 32)");
+	is_int(b.pooled, 768 + 128, "the users together hold pool + half the reserve at most");
+	is_int(ufs_budget_charge(&b, 11, 1), -EMFILE, "then even a new user is refused");
+	is_int(ufs_budget_charge(&b, 0, 1), 0, "root is not");
+	ufs_budget_uncharge(&b, 1001, 100);
+	is_int(ufs_budget_charge(&b, 1001, 1), -EMFILE,
+	       "a flooder waits until the borrowed part is back");
+	is_int(ufs_budget_charge(&b, 11, 2), 0, "a light user does not");
+	ufs_budget_uncharge(&b, 1, 32);
+	ufs_budget_uncharge(&b, 11, 2);
+	for (uid = 2; uid < 10; uid++)
+		ufs_budget_uncharge(&b, uid, 32);
+	is_int(b.pooled, 668, "the borrowed part is back");
+	is_int(ufs_budget_charge(&b, 1001, 2), 0, "and the flooder is charged again");
+	ufs_budget_force(&b, 1002, 10);
+	is_int(ufs_budget_charge(&b, 1002, 1), -EMFILE, "forced over its share: refused");
+	ufs_budget_destroy(&b);
+
+	/* A share below twice the floor: half of it, so a full share is not within it. */
+	ufs_budget_init(&b, 40, 1024);
+	is_int(b.floor, 20, "share 40: floor 20");
+	ufs_budget_destroy(&b);
+	ufs_budget_init(&b, 2, 1024);
+	is_int(b.floor, 1, "share 2: floor 1");
 	ufs_budget_destroy(&b);
 }
 
@@ -88,6 +148,7 @@ int main(void)
 	test_auto();
 	test_share();
 	test_pool();
+	test_floor();
 	test_many_users();
 	return t_done();
 }

@@ -81,6 +81,17 @@ static void test_values(void)
 	       "stats_file with a slash");
 	is_int(ufs_config_set(&cfg, "queue_depth", NULL, UFS_SRC_MOUNT_OPT, &err), -EINVAL,
 	       "number without a value");
+	/* A share of 1 would refuse every open: it is charged 2 (fs_open.c). */
+	is_int(ufs_config_set(&cfg, "open_fds_per_user", "1", UFS_SRC_MOUNT_OPT, &err), -EINVAL,
+	       "open_fds_per_user=1 is refused");
+	ok(strstr(err.msg, "2..") && strstr(err.msg, "an open holds 2"),
+	   "with the reason: %s", err.msg);
+	is_int(ufs_config_set(&cfg, "open_fds_per_user", "2", UFS_SRC_MOUNT_OPT, &err), 0,
+	       "open_fds_per_user=2 is the least");
+	is_int(cfg.open_fds_per_user, 2, "and is kept");
+	is_int(ufs_config_set(&cfg, "open_fds_per_user", "auto", UFS_SRC_MOUNT_OPT, &err), 0,
+	       "open_fds_per_user=auto");
+	is_int(cfg.open_fds_per_user, 0, "auto is 0");
 }
 
 static void test_precedence(void)
@@ -132,6 +143,8 @@ static const struct {
 	{ "[backing]\nxattr_trusted = sometimes\n", 2, "expected one of allow, deny" },
 	{ "[backing]\ninode_handles = always\n", 2, "expected one of never, prefer, mandatory" },
 	{ "[fuse]\nmax_write =\n", 2, "empty value" },
+	{ "[backing]\nopen_fds_per_user = 1\n", 2,
+	  "out of range 2..16777216: an open holds 2 descriptors" },
 };
 
 static void test_bad_files(void)
