@@ -383,6 +383,7 @@ int ufs_store_open(struct ufs_store *s, const char *dir, int root_fd, uint32_t c
 		s->dir_fd = -1;
 		return ret;
 	}
+	ufs_store_check_parents(dir);
 	/* Before it is read: see store_lock.c. */
 	ret = ufs_store_lock(s, dir, why, why_len);
 	if (ret) {

@@ -65,6 +65,8 @@ void ufs_store_init(struct ufs_store *s);
  * back, or stops writing records if the store is no longer its own.
  */
 int ufs_store_lock(struct ufs_store *s, const char *dir, char *why, size_t why_len);
+/* Warns if a parent of dir lets another user replace it. */
+void ufs_store_check_parents(const char *dir);
 void ufs_store_unlock(struct ufs_store *s);
 void ufs_store_relock(struct ufs_store *s);
 

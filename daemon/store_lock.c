@@ -87,3 +87,33 @@ void ufs_store_relock(struct ufs_store *s)
 		s->failed = true;
 	}
 }
+
+/*
+ * DIR's parents: one that another user owns or may write to (without the
+ * sticky bit) lets that user move DIR away and put one of theirs in its
+ * place, which the checks refuse, so the daemon would not start (or, for
+ * a missing DIR, make it first).  Nothing unsafe is used, so a warning.
+ */
+void ufs_store_check_parents(const char *dir)
+{
+	char path[4096], *slash;
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return;
+	while ((slash = strrchr(path, '/'))) {
+		slash[slash == path] = '\0'; /* keep "/" itself */
+		if (stat(path, &st))
+			return;
+		if ((st.st_uid && st.st_uid != geteuid()) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			ufs_warn("export_store: %s's parent %s is owned by uid %u, mode %04o: "
+				 "another user could replace %s and stop the daemon's start",
+				 dir, path, (unsigned int)st.st_uid,
+				 (unsigned int)(st.st_mode & 07777), dir);
+			return;
+		}
+		if (slash == path)
+			return;
+	}
+}

@@ -334,3 +334,24 @@ def a_second_daemon_leaves_the_store_alone():
         check_eq(read_by_handle(m, he), b'early', 'early, by handle after the restart')
         check_eq([read_by_handle(m, h) for h in hl], [f'late {i}'.encode() for i in range(5)],
                  'files the first mount made while the second ran, by handle after its restart')
+
+
+@case(mount=False, root=True)
+def a_parent_others_can_write_is_warned_about():
+    """A DIR whose parent others may write to (no sticky bit) could be moved
+    away and replaced by another user, which stops the start: the daemon
+    warns; a safe parent gives no warning."""
+    base = ufs.scratch_dir('store')
+    os.chmod(base, 0o777)
+    with mount(store=f'{base}/export') as m:
+        check('another user could replace' in m.log_text(), 'the warning' + m.log_tail())
+    os.chmod(base, 0o700)
+    p, safe = base, True
+    while p != '/':
+        p = os.path.dirname(p)
+        st = os.stat(p)
+        safe &= st.st_uid in (0, os.geteuid()) and (not st.st_mode & 0o022
+                                                    or bool(st.st_mode & stat.S_ISVTX))
+    with mount(src=m.src, store=f'{base}/export') as m:
+        check(not safe or 'another user could replace' not in m.log_text(),
+              'no warning' + m.log_tail())
