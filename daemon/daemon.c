@@ -70,6 +70,12 @@ int ufs_daemon_store_open(struct ufs_daemon *d)
 	}
 	ret = ufs_store_open(&d->store, d->cfg.export_store, d->fs.root_fd, d->fs.exports.limit,
 			     why, sizeof(why));
+	if (ret == -EBUSY) {
+		/* Not a reason to stop the start: this mount just keeps no handles. */
+		ufs_warn("export_store refused, file handles will not outlive this daemon: %s",
+			 why);
+		return 0;
+	}
 	if (ret) {
 		ufs_err("export_store: %s", why);
 		return ret;

@@ -417,6 +417,8 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 		close(sock);
 		return false;
 	}
+	/* Paused, it writes no more records: the successor locks the store. */
+	ufs_store_unlock(&d->store);
 	ret = handover_send(d, sock, why, sizeof(why));
 	if (!ret) {
 		ret = recv_msg(sock, &m, fds, &nfds, RESTORE_TIMEOUT_MS);
@@ -436,6 +438,7 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 		/* The socket closes when this process goes: the successor waits for that. */
 		return true;
 	}
+	ufs_store_relock(&d->store);
 	ufs_transport_resume(d);
 	ufs_warn("take-over failed (%s): serving %s on", why, d->mountpoint);
 	close(sock);

@@ -17,7 +17,8 @@
  * store or the new one, never half of either, and the generation is on
  * disk before this daemon hands out a node id.  Records written while
  * serving are not synced one by one: a power cut may lose the newest,
- * whose handles then answer ESTALE.
+ * whose handles then answer ESTALE.  One daemon at a time uses a store
+ * (store_lock.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static uint64_t rec_csum(uint64_t ident, const struct store_rec *r)
 void ufs_store_init(struct ufs_store *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->dir_fd = s->fd = -1;
+	s->dir_fd = s->fd = s->lock_fd = -1;
 }
 
 uint64_t ufs_store_random_generation(void)
@@ -382,6 +383,14 @@ int ufs_store_open(struct ufs_store *s, const char *dir, int root_fd, uint32_t c
 		s->dir_fd = -1;
 		return ret;
 	}
+	ufs_store_check_parents(dir);
+	/* Before it is read: see store_lock.c. */
+	ret = ufs_store_lock(s, dir, why, why_len);
+	if (ret) {
+		close(s->dir_fd);
+		s->dir_fd = -1;
+		return ret;
+	}
 	n = load(s, &h, &gen, &recs, refused, sizeof(refused));
 	if (n < 0) {
 		ufs_warn("export store %s/%s refused: %s; starting a new one (older file "
@@ -399,8 +408,7 @@ int ufs_store_open(struct ufs_store *s, const char *dir, int root_fd, uint32_t c
 	if (ret) {
 		snprintf(why, why_len, "writing %s/%s: %s", dir, s->name, strerror(-ret));
 		free(recs);
-		close(s->dir_fd);
-		s->dir_fd = -1;
+		ufs_store_close(s);
 		return ret;
 	}
 	keep_loaded(s, recs, (size_t)n);
@@ -457,6 +465,8 @@ void ufs_store_close(struct ufs_store *s)
 	}
 	if (s->dir_fd >= 0)
 		close(s->dir_fd);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);	/* the lock goes with its last descriptor */
 	ufs_store_loaded_free(s);
-	s->fd = s->dir_fd = -1;
+	s->fd = s->dir_fd = s->lock_fd = -1;
 }

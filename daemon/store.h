@@ -30,6 +30,7 @@
 
 struct ufs_store {
 	int dir_fd, fd;			/* -1: no store */
+	int lock_fd;			/* flock()ed "NAME.lock" in DIR, while the store is ours */
 	char name[64];			/* the file's name in DIR */
 	uint64_t ident;			/* SOURCE's identity, seeds every checksum */
 	dev_t root_dev;			/* records on SOURCE's own file system ... */
@@ -47,7 +48,8 @@ struct ufs_store {
  * Open (or create) SOURCE's store in dir for the file system whose root is
  * root_fd, keeping at most capacity records.  A store
  * that fails any check is refused (one log line), replaced by a new one.
- * Returns 0, or -errno with why set when dir itself is unsafe or unusable.
+ * Returns 0, or -errno with why set when dir itself is unsafe or unusable;
+ * -EBUSY when another daemon holds the store's lock (it is in use).
  */
 int ufs_store_open(struct ufs_store *s, const char *dir, int root_fd, uint32_t capacity,
 		   char *why, size_t why_len);
@@ -57,6 +59,16 @@ void ufs_store_loaded_free(struct ufs_store *s);
 /* Sync and close; takes NULL or a store never opened. */
 void ufs_store_close(struct ufs_store *s);
 void ufs_store_init(struct ufs_store *s);
+/*
+ * A take-over: the predecessor, paused (it writes no more records), lets
+ * the successor take the store's lock; if the take-over fails it takes it
+ * back, or stops writing records if the store is no longer its own.
+ */
+int ufs_store_lock(struct ufs_store *s, const char *dir, char *why, size_t why_len);
+/* Warns if a parent of dir lets another user replace it. */
+void ufs_store_check_parents(const char *dir);
+void ufs_store_unlock(struct ufs_store *s);
+void ufs_store_relock(struct ufs_store *s);
 
 /*
  * A node id is about to be handed to the kernel (or its parent changed):

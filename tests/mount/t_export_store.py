@@ -303,6 +303,55 @@ def the_store_survives_a_takeover():
         check(handle_nodeid(ha) >> 40 != handle_nodeid(hb) >> 40,
               'the successor hands out node ids of a generation of its own')
         check_eq(read_by_handle(m, hb), b'before', 'before, by handle after the take-over')
+        check('locked' not in m.log_text(), 'the successor got the store\'s lock' + m.log_tail())
     with mount(src=src, store=store) as m:
         check_eq(read_by_handle(m, hb), b'before', 'before, by handle after the remount')
         check_eq(read_by_handle(m, ha), b'after', 'after, by handle after the remount')
+
+
+@case(mount=False, root=True)
+def a_second_daemon_leaves_the_store_alone():
+    """A second mount of the same SOURCE with the same DIR finds the store
+    locked: it says so and runs without it, so it neither renames a new
+    store over the one the first mount writes to nor takes its generation;
+    handles the first mount gave out after the second started open after
+    the first one's restart."""
+    store = store_dir()
+    with mount(store=store) as a:
+        src = a.src
+        ufs.write_file(f'{a.mnt}/early', b'early')
+        he = sx.name_to_handle_at(f'{a.mnt}/early')
+        with mount(src=src, store=store) as b:
+            check('locked' in b.log_text() and 'export_store refused' in b.log_text(),
+                  'the second daemon says why it keeps no store' + b.log_tail())
+            os.stat(f'{b.mnt}/early')
+            for i in range(5):
+                ufs.write_file(f'{a.mnt}/late{i}', f'late {i}'.encode())
+            hl = [sx.name_to_handle_at(f'{a.mnt}/late{i}') for i in range(5)]
+            check(handle_nodeid(sx.name_to_handle_at(f'{b.mnt}/late0')) >> 40
+                  != handle_nodeid(hl[0]) >> 40, 'the two daemons\' generations differ')
+    with mount(src=src, store=store) as m:
+        check_eq(read_by_handle(m, he), b'early', 'early, by handle after the restart')
+        check_eq([read_by_handle(m, h) for h in hl], [f'late {i}'.encode() for i in range(5)],
+                 'files the first mount made while the second ran, by handle after its restart')
+
+
+@case(mount=False, root=True)
+def a_parent_others_can_write_is_warned_about():
+    """A DIR whose parent others may write to (no sticky bit) could be moved
+    away and replaced by another user, which stops the start: the daemon
+    warns; a safe parent gives no warning."""
+    base = ufs.scratch_dir('store')
+    os.chmod(base, 0o777)
+    with mount(store=f'{base}/export') as m:
+        check('another user could replace' in m.log_text(), 'the warning' + m.log_tail())
+    os.chmod(base, 0o700)
+    p, safe = base, True
+    while p != '/':
+        p = os.path.dirname(p)
+        st = os.stat(p)
+        safe &= st.st_uid in (0, os.geteuid()) and (not st.st_mode & 0o022
+                                                    or bool(st.st_mode & stat.S_ISVTX))
+    with mount(src=m.src, store=f'{base}/export') as m:
+        check(not safe or 'another user could replace' not in m.log_text(),
+              'no warning' + m.log_tail())
