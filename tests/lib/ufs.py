@@ -1110,15 +1110,18 @@ def probe(mnt, copies, seconds):
 
 def probe_limits(mnt):
     """What a crowd case allows the probe: p99 under 10 ms and no wait of
-    1 s, against a floor (the probe alone, p50) of 50 us, and as many
+    3 s, against a floor (the probe alone, p50) of 50 us, and as many
     times more where the machine is slower than that (an emulated guest).
     A probe that waits behind the crowd waits at every turn: before the
     copies kept their own entries, 120 copies made the probe's p50 212 ms.
     A single long wait is the machine's as often as the mount's (natively,
     next to 120 copies on this 2-CPU machine, one probe waited 468 ms;
-    docs/performance.md), so the worst only catches a mount that stops."""
+    docs/performance.md; with two suites beside it, as `make -j2 check`
+    runs them, single waits of 1.1 and 1.4 s were seen), so the worst only
+    catches a mount that stops: one that does holds the probe until the
+    crowd ends, far longer than 3 s."""
     scale = max(1, probe(mnt, 0, 1)['p50_us'] / 50)
-    return {'p99_us': 10_000 * scale, 'max_us': 1_000_000 * scale}
+    return {'p99_us': 10_000 * scale, 'max_us': 3_000_000 * scale}
 
 
 def check_probe(got, limits, behind):

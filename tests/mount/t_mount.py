@@ -230,10 +230,19 @@ def sigterm_under_write_load():
         cmd = [fio, '--name=load', f'--directory={m.mnt}', '--rw=randwrite', '--bs=128k',
                '--size=64m', '--numjobs=2', '--iodepth=4', '--ioengine=psync',
                '--time_based', '--runtime=30', '--output=/dev/null']
-        load = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out = os.path.join(m.tmp, 'fio')
+        with open(f'{out}.err', 'wb') as err:
+            load = subprocess.Popen(cmd[:-1] + [f'--output={out}.out'],
+                                    stdout=subprocess.DEVNULL, stderr=err)
         try:
             time.sleep(1.5)
-            check(load.poll() is None, 'fio ended before the signal')
+            if load.poll() is not None:
+                said = ''
+                for name in (f'{out}.err', f'{out}.out'):
+                    with contextlib.suppress(OSError), open(name, errors='replace') as f:
+                        said += f.read()[-1500:]
+                raise AssertionError(f'fio ended before the signal (status {load.returncode}): '
+                                     f'{said}')
             start = time.monotonic()
             m.proc.send_signal(signal.SIGTERM)
             m.ended('SIGTERM under load')
