@@ -59,18 +59,7 @@ def own_fd_room(want):
 def flooder(chan, path, most, flags=os.O_RDONLY):
     """Child: open path up to most times, until EMFILE; report how many and
     the error, hold them until told, then close."""
-    own_fd_room(most + 64)
-    fds, err = [], None
-    try:
-        while len(fds) < most:
-            fds.append(os.open(path, flags))
-    except OSError as e:
-        err = e.errno
-    chan.send((len(fds), err))
-    chan.recv(timeout=120)
-    for fd in fds:
-        os.close(fd)
-    return len(fds)
+    return spread_flooder(chan, [path], most, flags)
 
 
 @contextlib.contextmanager
@@ -171,14 +160,15 @@ def flood_leaves_others_served():
         wait_charged(m, 0, 'once every open is closed')
 
 
-def spread_flooder(chan, paths, most):
+def spread_flooder(chan, paths, most, flags=os.O_RDONLY):
     """Child: open paths[0], paths[1], ... (the last one again and again once
-    past the end) up to most times, until EMFILE; like flooder."""
+    past the end) up to most times, until EMFILE; report how many and the
+    error, hold them until told, then close."""
     own_fd_room(most + 64)
     fds, err = [], None
     try:
         while len(fds) < most:
-            fds.append(os.open(paths[min(len(fds), len(paths) - 1)], os.O_RDONLY))
+            fds.append(os.open(paths[min(len(fds), len(paths) - 1)], flags))
     except OSError as e:
         err = e.errno
     chan.send((len(fds), err))
