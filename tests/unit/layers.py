@@ -1,15 +1,23 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The daemon's layers, checked against its objects.
+"""The daemon's layers, checked against its objects and its headers.
 
 docs/architecture.md lists the files of daemon/ tier by tier, top first,
 in the block after "<!-- layers -->". Every call (a symbol one object uses
 and another defines, as nm(1) shows them: data such as an ops table counts
 too) must go to the same tier or one below, the calls must form no circle,
-and every object must be in the table. TAP on stdout, one line per check;
-the offending calls are printed.
+and every object must be in the table.
 
-Usage: layers.py [--list] [BUILDDIR]   (default: $UFS_BUILDDIR, else the tree)
+Headers are held to the same rules.  The convention is one header per
+module: X.h declares only what X.c defines (a header with no X.c declares
+types and inline helpers only).  An #include "Y.h" in X.c or X.h is then a
+use of module Y, and must go to the same tier or one below; a header with
+no module of its own is transparent (its includes count for whoever
+includes it).  The includes must form no circle, alone or together with
+the calls.  TAP on stdout, one line per check; the offenders are printed.
+
+Usage: layers.py [--list] [--list-includes] [BUILDDIR]
+       (default: $UFS_BUILDDIR, else the tree)
 """
 import collections
 import glob
@@ -58,6 +66,89 @@ def symbols(obj):
         elif len(parts) == 2 and parts[0] == 'U':
             used.add(parts[1])
     return defined, used
+
+
+def strip_comments(text):
+    text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
+    return re.sub(r'//[^\n]*', ' ', text)
+
+
+def split_bodies(text):
+    """(the header's top level, its brace bodies): declarations live in
+    the first, an inline helper's calls and a struct's members in the second."""
+    top, body, depth = [], [], 0
+    for ch in text:
+        if ch == '{':
+            depth += 1
+        if depth:
+            body.append(ch)
+        else:
+            top.append(ch)
+        if ch == '}':
+            depth -= 1
+    return ''.join(top), ''.join(body)
+
+
+def includes(srcdir):
+    """{file: [quoted headers it includes]} for daemon/*.[ch]."""
+    out = {}
+    for p in sorted(glob.glob(os.path.join(srcdir, 'daemon', '*.[ch]'))):
+        text = strip_comments(open(p).read())
+        out[os.path.basename(p)] = re.findall(r'^\s*#\s*include\s+"([^"/]+)"', text, re.M)
+    return out
+
+
+def header_checks(srcdir, defs):
+    """(misplaced declarations, include edges {module: {module: [why]}})."""
+    inc = includes(srcdir)
+    sources = {f for f in inc if f.endswith('.c')}
+    declared, used_inline = {}, {}
+    for h in (f for f in inc if f.endswith('.h')):
+        top, body = split_bodies(strip_comments(open(os.path.join(srcdir, 'daemon', h)).read()))
+        declared[h] = {defs[w] for w in re.findall(r'\b\w+\b', top) if w in defs}
+        used_inline[h] = {defs[w] for w in re.findall(r'\b\w+\b', body) if w in defs}
+    misplaced = []
+    for h, owners in sorted(declared.items()):
+        own = h[:-2] + '.c'
+        wrong = sorted(o for o in owners if o != own)
+        if wrong:
+            misplaced.append(f'{h} declares what {", ".join(wrong)} define'
+                             + ('' if own in sources else f' ({h} has no {own})'))
+
+    def module(f):
+        """The module a file belongs to, or None for a header of types only."""
+        c = f[:-2] + '.c'
+        return c if c in sources else None
+
+    def uses(f, seen):
+        """Modules f uses through its includes, looking through type headers."""
+        found = collections.defaultdict(list)
+        for h in inc.get(f, []):
+            if h not in inc or h in seen:
+                continue
+            m = module(h)
+            if m:
+                found[m].append(h)
+            else:
+                for g, why in uses(h, seen | {h}).items():
+                    found[g].extend(f'{h}: {w}' for w in why)
+                for g in used_inline.get(h, ()):
+                    found[g].append(f'{h} (inline)')
+        return found
+
+    edges = collections.defaultdict(lambda: collections.defaultdict(list))
+    for f in inc:
+        m = module(f)
+        if not m:
+            continue
+        for g, why in uses(f, {f}).items():
+            if g != m:
+                edges[m][g].extend(f'{f} includes {w}' for w in why)
+        if f.endswith('.h'):
+            for g in used_inline.get(f, ()):
+                if g != m:
+                    edges[m][g].append(f'{f} (inline)')
+    return misplaced, edges
 
 
 def circles(edges):
@@ -117,6 +208,13 @@ def main():
             g = defs.get(s)
             if g and g != f:
                 edges[f][g].append(s)
+    srcdir = os.environ.get('UFS_SRCDIR', top)
+    misplaced, inc_edges = header_checks(srcdir, defs)
+    if '--list-includes' in sys.argv:
+        for f in sorted(inc_edges):
+            for g in sorted(inc_edges[f]):
+                print(f'{f} -> {g}: {"; ".join(sorted(set(inc_edges[f][g])))}')
+        return 0
     if '--list' in sys.argv:
         for f in sorted(edges):
             for g in sorted(edges[f]):
@@ -151,6 +249,26 @@ def main():
         ok(not up, f'{f}: calls only its own tier and those below', up)
     found = circles(edges)
     ok(not found, 'no circles', [' -> '.join(c) for c in found])
+
+    ok(not misplaced, 'each header declares only its own module\'s symbols', misplaced)
+    for f in sorted(uses):
+        if f not in tier_of:
+            continue
+        up = []
+        for g, why in sorted(inc_edges.get(f, {}).items()):
+            if g in tier_of and tier_of[g] < tier_of[f]:
+                up.append(f'{f} ({tiers[tier_of[f]][0]}) -> {g} ({tiers[tier_of[g]][0]}): '
+                          f'{"; ".join(sorted(set(why)))}')
+        ok(not up, f'{f}: includes only its own tier and those below', up)
+    found = circles(inc_edges)
+    ok(not found, 'no circles by includes', [' -> '.join(c) for c in found])
+    both = collections.defaultdict(lambda: collections.defaultdict(list))
+    for e in (edges, inc_edges):
+        for f, gs in e.items():
+            for g, why in gs.items():
+                both[f][g].extend(why)
+    found = circles(both)
+    ok(not found, 'no circles by calls and includes together', [' -> '.join(c) for c in found])
     print(f'1..{n}')
     return 1 if failed else 0
 
