@@ -6,10 +6,10 @@
  *
  * The state is the worker thread's alone: other threads hand replies and
  * cancels over through the worker's remote list, and the worker changes the
- * state when it takes them (ring_i.h).
+ * state when it takes them (ring_types.h).
  */
 #include "log.h"
-#include "ring_i.h"
+#include "ring_ent.h"
 
 #define TO(s) (1u << (s))
 

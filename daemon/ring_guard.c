@@ -31,7 +31,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "ring_i.h"
+#include "ring_guard.h"
+#include "ring_sqe.h"
 
 /* Not in every liburing's headers; the kernel's numbers since 6.7. */
 #define UFS_IORING_OP_FUTEX_WAIT 51

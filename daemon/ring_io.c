@@ -33,7 +33,9 @@
 #include "ident.h"
 #include "io.h"
 #include "log.h"
-#include "ring_i.h"
+#include "ring_ent.h"
+#include "ring_io.h"
+#include "ring_sqe.h"
 
 /* A zero-copied request whose data moves straight between file and slot. */
 static bool io_direct_zc(const struct ufs_req *req)

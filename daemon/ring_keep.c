@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * What a successor needs of a worker's ring (ring_i.h): its memory in a
+ * What a successor needs of a worker's ring (ring_keep.h): its memory in a
  * memory file at an address the file names, the record of each entry's
  * request, and, in a successor, a predecessor's memory mapped back where
  * it was and the requests its entries hold taken over.
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "ring_i.h"
+#include "ring_keep.h"
 
 #define PAGE_UP(x) (((x) + 4095) & ~(size_t)4095)
 

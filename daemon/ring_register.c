@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "log.h"
-#include "ring_i.h"
+#include "ring_ent.h"
+#include "ring_guard.h"
+#include "ring_keep.h"
+#include "ring_register.h"
+#include "ring_sqe.h"
 
 static void ring_ent_register(struct ring_worker *rw, struct ring_ent *ent)
 {

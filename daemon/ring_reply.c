@@ -11,7 +11,11 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "ring_i.h"
+#include "ring_ent.h"
+#include "ring_io.h"
+#include "ring_keep.h"
+#include "ring_reply.h"
+#include "ring_sqe.h"
 
 void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len)
 {

@@ -12,7 +12,15 @@
 
 #include "dispatch.h"
 #include "log.h"
-#include "ring_i.h"
+#include "ring_ent.h"
+#include "ring_guard.h"
+#include "ring_io.h"
+#include "ring_keep.h"
+#include "ring_register.h"
+#include "ring_reply.h"
+#include "ring_serve.h"
+#include "ring_setup.h"
+#include "ring_sqe.h"
 #include "worker.h"
 
 static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent);

@@ -17,7 +17,11 @@
 
 #include "config.h"
 #include "log.h"
-#include "ring_i.h"
+#include "ring_keep.h"
+#include "ring_reply.h"
+#include "ring_setup.h"
+#include "ring_sqe.h"
+#include "ring_teardown.h"
 
 /* The number of CPUs the kernel may ever have: it sizes the queue array by it. */
 static int possible_cpus(void)
@@ -338,7 +342,7 @@ static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
  * A sparse buffer table with one slot per entry, spares included, and the
  * bounce memory file.  Slot 0 stays empty: index 0 means "none" at REGISTER.
  */
-int ring_zc_setup(struct ring_worker *rw)
+static int ring_zc_setup(struct ring_worker *rw)
 {
 	size_t regions = rw->nslots - 1;
 	int ret;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "ring_i.h"
+#include "ring_sqe.h"
 
 /* An SQE, flushing the submission queue if it is full. */
 struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw)

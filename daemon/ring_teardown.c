@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "ring_i.h"
-#include "uring.h"
+#include "ring_keep.h"
+#include "ring_teardown.h"
 
 static void ring_zc_teardown(struct ring_worker *rw)
 {

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "dev.h"
 #include "log.h"
+#include "ring_teardown.h"
 #include "transport.h"
 #include "uring.h"
 

@@ -36,7 +36,11 @@
 #include "daemon.h"
 #include "dev.h"
 #include "log.h"
-#include "ring_i.h"
+#include "ring_keep.h"
+#include "ring_register.h"
+#include "ring_serve.h"
+#include "ring_setup.h"
+#include "ring_teardown.h"
 #include "uring.h"
 
 bool ufs_uring_supported(void)

@@ -19,7 +19,6 @@ bool ufs_uring_supported(void);
  * kernel then serves over /dev/fuse), or another error.
  */
 int ufs_uring_start(struct ufs_daemon *d);
-void ufs_uring_stop(struct ufs_daemon *d);
 
 /*
  * A successor: map the predecessor's ring memory back where it was, as
@@ -31,7 +30,5 @@ int ufs_uring_inherit_map(struct ufs_daemon *d, char *why, size_t why_len);
 int ufs_uring_adopt(struct ufs_daemon *d);
 /* The memory files a successor needs: the workers', and older ones still in use. */
 unsigned int ufs_uring_mem_fds(struct ufs_daemon *d, int *fds, unsigned int max);
-/* Wake every ring worker so it sees d->stopping. */
-void ufs_uring_force_stop(struct ufs_daemon *d);
 
 #endif /* UFS_URING_H */

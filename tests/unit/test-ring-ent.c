@@ -5,7 +5,7 @@
  * commit twice, serve an entry the kernel holds, or revive a dead one are
  * not.
  */
-#include "ring_i.h"
+#include "ring_ent.h"
 #include "tap.h"
 
 #define LIFE(...) ((const enum ring_ent_state[]){ __VA_ARGS__, RING_ENT_NR_STATES })

@@ -2,8 +2,8 @@
 /*
  * The io_uring transport's internals, shared by its files (listed below).
  */
-#ifndef UFS_RING_I_H
-#define UFS_RING_I_H
+#ifndef UFS_RING_TYPES_H
+#define UFS_RING_TYPES_H
 
 #include <liburing.h>
 #include <pthread.h>
@@ -65,76 +65,8 @@ enum ring_ent_state {
 struct ring_worker;
 struct ring_queue;
 
-/*
- * ---- ring_keep.c: what a successor needs of a worker's ring ----
- *
- * The kernel knows an entry's buffers only by their address in the
- * process that registered it, and keeps them (with the request an entry
- * holds) when that process dies.  So a worker's header, payload and pool
- * memory lives in one memory file mapped at an address written in its
- * header, and a successor maps it at the same address: it can then read
- * a request an entry holds and commit its reply from its own ring, which
- * makes the entry its own.  Each entry has a record beside it saying how
- * far its current request got, written in an order a reader can check
- * after kill -9 at any instruction.
- */
-#define RING_MEM_MAGIC 0x314d52534655ULL	/* "UFSRM1" */
-#define RING_MEM_VERSION 1
-/*
- * A reply overwrites at most this much of a request's payload that a
- * second try of the request still needs: a reply longer than this belongs
- * to a request whose own payload is a name (GETXATTR) or nothing (READ,
- * READDIR, LISTXATTR, READLINK); a WRITE's reply is 8 bytes.
- */
-#define RING_REC_PAYLOAD 512
-
-/* rec->word: the unique of the request the entry holds, and how far it got. */
-#define RING_REC_SEEN (1ULL << 61)	/* being served: saved[] has the request */
-#define RING_REC_READY (2ULL << 61)	/* its whole reply is in the buffers */
-#define RING_REC_SENT (3ULL << 61)	/* and the kernel has taken the commit */
-#define RING_REC_STATE (3ULL << 61)
-
-struct ring_ent_rec {
-	uint64_t word;			/* unique | state; one store */
-	uint16_t qid;
-	uint16_t slot;			/* zero copy: the kernel's slot index for it */
-	uint32_t saved_len;		/* payload bytes in saved_payload */
-	uint64_t hdr_off;		/* its header buffer, from the file's start */
-	uint64_t payload_off;		/* its payload buffer; 0 in bufpool mode */
-	struct ufs_uring_req_header saved_hdr;	/* the request as it arrived */
-	uint8_t saved_payload[RING_REC_PAYLOAD];
-};
-
-struct ring_mem_pool {
-	uint16_t qid;
-	uint8_t zero_copy;		/* the queue was added with FUSE_URING_ZERO_COPY */
-	uint8_t pad[5];
-	uint64_t off, len;
-};
-
-/* At the start of a worker's memory file. */
-struct ring_mem_header {
-	uint64_t magic;
-	uint32_t version;
-	uint32_t nents;
-	uint64_t base;			/* where it is mapped: the kernel's addresses */
-	uint64_t len;
-	uint64_t max_payload;
-	uint64_t recs_off;		/* struct ring_ent_rec[nents] */
-	uint32_t bufpool;		/* queue mode of the connection */
-	uint32_t npools;
-	struct ring_mem_pool pools[];	/* the queues' pools this worker owned */
-};
-
-/* A predecessor's memory file, mapped where it was. */
-struct ring_old {
-	int fd;
-	uint8_t *base;
-	size_t len;
-	const struct ring_mem_header *h;
-	unsigned int adopted;		/* entries it holds that are ours now */
-	bool *is_adopted;		/* by entry: the others are gone (the kernel freed them) */
-};
+struct ring_ent_rec;		/* ring_keep.h */
+struct ring_old;		/* ring_keep.h */
 
 struct ring_ent {
 	struct ufs_req req;			/* the request this entry carries */
@@ -289,8 +221,6 @@ struct ufs_uring {
 	int error;
 };
 
-extern const struct ufs_transport_ops ufs_ring_ops;
-
 static inline void *ring_tag(void *p, enum ring_tag t)
 {
 	return (void *)((uintptr_t)p | t);
@@ -306,77 +236,4 @@ static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring
 	return rw->bounce + (size_t)ent->idx * rw->u->max_payload;
 }
 
-/*
- * The transport's files, in the order they call each other (each only
- * those below it): uring.c (start), ring_serve.c (a worker's thread),
- * ring_register.c, ring_guard.c, ring_setup.c, ring_reply.c, ring_io.c,
- * ring_teardown.c, ring_sqe.c, ring_ent.c.
- */
-/* ring_ent.c */
-bool ring_ent_may(enum ring_ent_state from, enum ring_ent_state to);
-void ring_ent_set(struct ring_ent *ent, enum ring_ent_state to);
-const char *ring_ent_state_name(enum ring_ent_state s);
-
-/* ring_sqe.c */
-struct io_uring_sqe *ring_get_sqe(struct ring_worker *rw);
-struct io_uring_sqe *ring_last_sqe(struct ring_worker *rw);
-struct ufs_uring_cmd_req *ring_prep_fuse_cmd(struct io_uring_sqe *sqe, int fuse_fd,
-					       enum ufs_uring_cmd op, uint16_t qid);
-void ring_event_arm(struct ring_worker *rw);
-void ring_exit_guard_arm(struct ring_worker *rw);
-void ring_exit_guard_done(struct ring_worker *rw, int res);
-
-/* ring_setup.c */
-int uring_alloc(struct ufs_daemon *d, struct ufs_uring **out);
-int uring_assign_queues(struct ufs_uring *u);
-void uring_share_queues(struct ufs_uring *u);
-int ring_zc_setup(struct ring_worker *rw);
-int ring_build(struct ring_worker *rw);
-
-/* ring_register.c */
-int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase);
-int uring_force_dev_fallback(int fuse_fd);
-void uring_setup_report(struct ufs_uring *u, int error);
-enum uring_setup_phase uring_setup_wait_phase(struct ufs_uring *u, enum uring_setup_phase done);
-void uring_setup_wait_count(struct ufs_uring *u, unsigned int *count, unsigned int want);
-unsigned int uring_started_workers(struct ufs_uring *u);
-void uring_setup_set_phase(struct ufs_uring *u, enum uring_setup_phase phase);
-int uring_setup_run_phase(struct ufs_uring *u, enum uring_setup_phase phase);
-
-/* ring_serve.c */
-void *ring_worker_main(void *arg);
-
-/* ring_reply.c */
-void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
-void ring_commit_as_is(struct ring_worker *rw, struct ring_ent *ent);
-bool ring_zc_reply(struct ring_worker *rw, struct ring_ent *ent, int error, size_t len);
-void ring_zc_slot_done(struct ring_worker *rw, struct ring_ent *ent, int res);
-
-/* ring_io.c */
-void ring_io_submit(struct ufs_req *req);
-void ring_io_cancel(struct ufs_req *req);
-void ring_cancels_submit(struct ring_worker *rw, struct ring_cancel *c);
-void ring_io_complete(struct ring_worker *rw, struct ufs_req *req, int res);
-
-/* ring_keep.c */
-int ring_mem_build(struct ring_worker *rw);
-void ring_mem_free(struct ring_worker *rw);
-void ring_rec_seen(struct ring_ent *ent, const void *payload, size_t len);
-void ring_rec_ready(struct ring_worker *rw, struct ring_ent *ent);
-void ring_rec_sent(struct ring_worker *rw);
-int uring_old_map(struct ufs_uring *u, const int *fds, unsigned int n, char *why,
-		  size_t why_len);
-uint8_t *uring_old_pool(struct ufs_uring *u, uint16_t qid, size_t *len, bool *zero_copy);
-unsigned int uring_old_max_slot(struct ufs_uring *u, const struct ring_worker *rw);
-void ring_mem_pool_zero_copy(struct ring_worker *rw, const struct ring_queue *q);
-unsigned int uring_adopt(struct ufs_uring *u);
-void ring_adopt_drain(struct ring_worker *rw);
-void uring_kick_queues(struct ufs_uring *u, const char *mountpoint);
-void uring_old_trim(struct ufs_uring *u);
-void uring_old_free(struct ufs_uring *u);
-
-/* ring_teardown.c */
-void uring_free(struct ufs_uring *u);
-void uring_join(struct ufs_uring *u);
-
-#endif /* UFS_RING_I_H */
+#endif /* UFS_RING_TYPES_H */
