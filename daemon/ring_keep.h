@@ -35,6 +35,11 @@
 #define RING_REC_SENT (3ULL << 61)	/* and the kernel has taken the commit */
 #define RING_REC_STATE (3ULL << 61)
 
+/*
+ * An entry's record: written only by its worker thread (ring_setup.c at
+ * build, ring_register.c at REGISTER, ring_rec_*() while serving), read by
+ * a successor (uring_adopt).
+ */
 struct ring_ent_rec {
 	uint64_t word;			/* unique | state; one store */
 	uint16_t qid;
@@ -67,7 +72,7 @@ struct ring_mem_header {
 	struct ring_mem_pool pools[];	/* the queues' pools this worker owned */
 };
 
-/* A predecessor's memory file, mapped where it was. */
+/* A predecessor's memory file, mapped where it was: the main thread's (u->old). */
 struct ring_old {
 	int fd;
 	uint8_t *base;

@@ -68,6 +68,15 @@ struct ring_queue;
 struct ring_ent_rec;		/* ring_keep.h */
 struct ring_old;		/* ring_keep.h */
 
+/*
+ * Who owns what: q, rec, hdr, payload, iov and idx are set before the
+ * entry's first REGISTER (ring_build on the worker thread) or, for an
+ * adopted entry, before uring_adopt (main thread) passes it to the worker
+ * through adopt_head under rw->remote_lock, with slot, ready, adopted and
+ * held_over; read-only after, but for what the comments say.  req is the
+ * handler's while the entry is SERVING or HELD (on whatever thread serves
+ * it: a helper, a long wait), the worker thread's otherwise.
+ */
 struct ring_ent {
 	struct ufs_req req;			/* the request this entry carries */
 	struct ring_queue *q;			/* back pointer */
@@ -80,10 +89,10 @@ struct ring_ent {
 	bool ready;				/* adopted: its reply is in the buffers already */
 	bool adopted;				/* a predecessor's: its commit may find nothing */
 	bool held_over;				/* adopted: its request came to the predecessor */
-	struct ring_ent *next_adopted;		/* rw->adopted, for freeing */
+	struct ring_ent *next_adopted;		/* rw->adopted, for freeing; the worker thread's */
 	/* zero copy (7.3) */
-	uint16_t slot;				/* registered-buffer slot, 0: none */
-	size_t zc_len;				/* RING_ENT_SLOT_FILL: the reply's length */
+	uint16_t slot;				/* registered-buffer slot, 0: none; set at REGISTER */
+	size_t zc_len;				/* RING_ENT_SLOT_FILL: the reply's length; the worker's */
 	/* a reply handed over by another thread; protected by rw->remote_lock */
 	struct ring_ent *remote_next;
 	int remote_error;
@@ -94,6 +103,12 @@ struct ring_ent {
  * A worker's share of one kernel queue.  With more workers than queues,
  * several workers serve one queue, each with some of its entries; the first
  * (the owner) adds the queue and its buffer pool, the others use both.
+ *
+ * The main thread sets it up before the workers start (uring_assign_queues),
+ * but pool, pool_len and zero_copy: the owner's worker thread sets them in
+ * ring_build, and the main thread copies them to the other shares
+ * (uring_share_queues) once every worker has reported (u->lock orders it).
+ * Read-only from the first REGISTER on, but for held.
  */
 struct ring_queue {
 	uint16_t qid;				/* = the kernel's CPU number */
@@ -107,12 +122,22 @@ struct ring_queue {
 	struct ring_queue *owner_q;		/* the owner's share, which counts holds */
 	unsigned int total_ents;		/* the queue's entries over all shares */
 	unsigned int hold_max;			/* of them, what long waits and copies may hold */
-	int held;				/* owner only: entries held by them; atomic */
+	int held;				/* owner only: entries held by them; atomic, any thread */
 };
 
 /* Writer identities a worker keeps registered with its ring (ring_io.c). */
 #define RING_PERSONAS 16
 
+/*
+ * One ring worker.  Set by the main thread before the thread starts (w, u,
+ * fuse_fd, queues, nqueues, remote_lock); built by the worker thread before
+ * it reports SETUP_BUILDING done (ring, cpus, the memory file, the zero-copy
+ * table; the handshake under u->lock publishes them) and read-only after,
+ * but for the groups below that say otherwise.  Other threads write to
+ * event_fd to wake it (ring_reply, ring_io_cancel, ufs_uring_force_stop);
+ * the main thread reads mem_fd (ufs_uring_mem_fds) and frees it all once
+ * the thread has been joined (ring_teardown.c).
+ */
 struct ring_worker {
 	struct ufs_worker *w;			/* back pointer */
 	struct ufs_uring *u;			/* back pointer */
@@ -161,7 +186,7 @@ struct ring_worker {
 	uint64_t event_value;
 	uint32_t exit_guard;			/* the futex word the exit guard waits on */
 	bool exit_guard_warned;
-	/* replies and copy cancels from other threads */
+	/* replies and copy cancels from other threads; protected by remote_lock */
 	pthread_mutex_t remote_lock;
 	struct ring_ent *remote_head;
 	struct ring_cancel *cancel_head;
@@ -170,12 +195,16 @@ struct ring_worker {
 	bool parked;				/* counted in the daemon's pause */
 	struct ring_ent *deferred;		/* arrived while paused, via remote_next */
 	struct ring_ent *adopted;		/* every entry adopted, via next_adopted */
-	/* commits queued since the last submit: their records say SENT after it */
+	/* commits queued since the last submit: their records say SENT after it (the worker's) */
 	struct ring_ent **unsent;
 	unsigned int nunsent, unsent_cap;
 };
 
-/* An INTERRUPT for a copy's chunk on this ring, passed to its worker (ring_io_cancel). */
+/*
+ * An INTERRUPT for a copy's chunk on this ring, passed to its worker
+ * (ring_io_cancel): on rw->cancel_head under remote_lock until the worker
+ * thread takes it (ring_remote_drain) and frees it.
+ */
 struct ring_cancel {
 	struct ring_cancel *next;
 	struct ufs_req *req;
@@ -198,6 +227,12 @@ enum uring_setup_phase {
 	SETUP_ABANDON,		/* someone failed: stop */
 };
 
+/*
+ * The transport, d->uring.  The main thread fills it in ufs_uring_start
+ * before the workers start and frees it after joining them; read-only
+ * between, but for the handshake and zc_refused (lock), and old and nold,
+ * the main thread's (start, adoption, the hand-over's descriptors).
+ */
 struct ufs_uring {
 	struct ufs_daemon *d;
 	/* a successor's: the connection's queues exist, with the predecessor's memory */
