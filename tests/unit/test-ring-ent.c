@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Description: the io_uring entry's state machine (ring_ent.c): every life
- * an entry can lead is allowed step by step, and the steps that would
- * commit twice, serve an entry the kernel holds, or revive a dead one are
- * not.
+ * an entry can lead is allowed step by step (a take-over's deferred and a
+ * successor's adopted entries too), and the steps that would commit twice,
+ * serve an entry the kernel holds, or revive a dead one are not.
  */
 #include "ring_ent.h"
 #include "tap.h"
@@ -49,6 +49,12 @@ int main(void)
 		   LIFE(RING_ENT_KERNEL, RING_ENT_SERVING, RING_ENT_BOUNCE_IN, RING_ENT_SERVING,
 			RING_ENT_KERNEL));
 	check_life("the kernel ends the entry", LIFE(RING_ENT_NEW, RING_ENT_KERNEL, RING_ENT_DEAD));
+	check_life("a request during a take-over's pause, served on resume",
+		   LIFE(RING_ENT_KERNEL, RING_ENT_DEFERRED, RING_ENT_SERVING, RING_ENT_KERNEL));
+	check_life("a predecessor's request, served again",
+		   LIFE(RING_ENT_ADOPTED, RING_ENT_SERVING, RING_ENT_KERNEL));
+	check_life("a predecessor's answered request, committed as it is, then serving",
+		   LIFE(RING_ENT_ADOPTED, RING_ENT_KERNEL, RING_ENT_SERVING));
 
 	check_refused(RING_ENT_KERNEL, RING_ENT_KERNEL, "a second commit");
 	check_refused(RING_ENT_NEW, RING_ENT_SERVING, "a request in an entry never registered");
@@ -61,6 +67,10 @@ int main(void)
 	check_refused(RING_ENT_SLOT_FILL, RING_ENT_SERVING, "the fill's completion only commits");
 	for (int s = 0; s < RING_ENT_NR_STATES; s++)
 		check_refused(RING_ENT_DEAD, s, "a dead entry stays dead");
+	for (int s = 0; s < RING_ENT_NR_STATES; s++)
+		check_refused(s, RING_ENT_ADOPTED, "only a successor's adoption makes one");
+	check_refused(RING_ENT_SERVING, RING_ENT_DEFERRED, "only a request not yet served waits");
+	check_refused(RING_ENT_DEFERRED, RING_ENT_KERNEL, "a deferred request is served first");
 	check_refused(RING_ENT_NR_STATES, RING_ENT_KERNEL, "not a state");
 	return t_done();
 }
