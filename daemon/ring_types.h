@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The io_uring transport's internals, shared by its files (listed below).
+ * The io_uring transport's types, shared by its files: entries, queues,
+ * workers, struct ufs_uring, the entry states and user_data's tags, with
+ * their inline helpers; no functions (each file declares its own in its
+ * header: ring_X.c in ring_X.h).  The files, in the order they call each
+ * other (each only those below it): uring.c (start), ring_serve.c (a
+ * worker's thread), ring_register.c, ring_guard.c, ring_setup.c,
+ * ring_reply.c, ring_io.c, ring_teardown.c, ring_keep.c, ring_sqe.c,
+ * ring_ent.c.
  */
 #ifndef UFS_RING_TYPES_H
 #define UFS_RING_TYPES_H
