@@ -40,7 +40,7 @@
 #include "ident.h"
 #include "log.h"
 #include "passthrough.h"
-#include "session.h"
+#include "init_negotiate.h"
 #include "worker.h"
 
 _Static_assert(UFS_PT_REFUSED_COUNT ==

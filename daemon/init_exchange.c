@@ -8,6 +8,7 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "init_exchange.h"
 #include "log.h"
 #include "uring.h"
 
