@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The per-worker counters (summed and printed by stats.c).  Each worker owns its struct ufs_stats and is its only writer,
- * except for requests completed on helper threads; all updates are relaxed
- * atomics so readers (the control file, SIGUSR1, sd_notify STATUS=) can sum
- * them at any time without locks.
+ * The per-worker counters (summed and printed by stats.c).  Each worker
+ * owns its struct ufs_stats and is its only writer, except for requests
+ * completed on helper threads; all updates are relaxed atomics so readers
+ * (the control file, SIGUSR1, sd_notify STATUS=) can sum them at any time
+ * without locks.
  */
 #ifndef UFS_COUNTERS_H
 #define UFS_COUNTERS_H

@@ -152,7 +152,6 @@ static inline void ufs_daemon_worker_exited(struct ufs_daemon *d, int error)
 	}
 }
 
-
 /* Are the workers asked to pause (or handed over)?  worker.h has the rest. */
 static inline bool ufs_worker_pausing(const struct ufs_daemon *d)
 {

@@ -101,7 +101,8 @@ void ufs_fdstore_keep(struct ufs_daemon *d)
 
 	if (!d->notify.enabled || !ufs_record_kept(&d->record))
 		return;
-	d->handover.stored_fuse = fdstore_put(d->fuse_fd, "fuse") && fdstore_put(d->record.fd, "record");
+	d->handover.stored_fuse = fdstore_put(d->fuse_fd, "fuse") &&
+				  fdstore_put(d->record.fd, "record");
 	n = ufs_transport_clone_fds(d, fds, UFS_INHERIT_DEV_MAX);
 	fdstore_named(fds, n, "dev", d->handover.inherit.ndev);
 	d->handover.stored_dev = n;

@@ -134,7 +134,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = d->event_fd;
 	pfd[1].events = POLLIN;
-	/* A successor asking for the mount (handover.c), and a start finding it served. */
+	/* A successor asking for the mount (handover_socket.c), and a start finding it served. */
 	pfd[2].fd = listen_fd;
 	pfd[2].events = POLLIN;
 

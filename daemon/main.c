@@ -10,8 +10,8 @@
  *
  * A successor (handover.h) inherits a live connection instead: it neither
  * mounts nor reads INIT, but restores the daemon from the hand-over record
- * (handover_start.c, restore.c), starts its transport, and has the kernel send again what
- * its predecessor read and never answered.
+ * (handover_start.c, restore.c), starts its transport, and has the kernel
+ * send again what its predecessor read and never answered.
  *
  * Any failure before "ready" is reported on stderr, undoes the mount (a
  * successor leaves it to whoever holds it) and exits non-zero.  After it,
@@ -283,7 +283,8 @@ int main(int argc, char **argv)
 	if (ufs_cli_check_dir("source", d->source) ||
 	    (d->handover.inherit.from == UFS_INHERIT_NONE && !uringfs_mount_there(d) &&
 	     ufs_cli_check_dir("mountpoint", d->mountpoint))) {
-		ufs_handover_finish(&d->handover.inherit, "its SOURCE or MOUNTPOINT is not a directory");
+		ufs_handover_finish(&d->handover.inherit,
+				    "its SOURCE or MOUNTPOINT is not a directory");
 		return 1;
 	}
 	ufs_process_raise_fd_limit();

@@ -160,7 +160,7 @@ void ufs_transport_abandon(struct ufs_daemon *d)
 	ufs_transport_stop(d);
 }
 
-/* ---- hand-over (handover.c) ---- */
+/* ---- hand-over (handover_socket.c) ---- */
 
 /* Wake every worker to look at the pause state: a signal stops a read(2), an eventfd a ring. */
 static void nudge_workers(void *arg)

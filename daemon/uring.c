@@ -188,7 +188,8 @@ static void describe_transport(struct ufs_daemon *d, struct ufs_uring *u, bool u
 {
 	d->transport = uring ? UFS_TRANSPORT_URING : UFS_TRANSPORT_DEV;
 	d->nworkers = uring ? u->nrws : d->workers_alloc;
-	d->queue_mode = !uring ? UFS_QUEUE_NONE : u->bufpool ? UFS_QUEUE_BUFPOOL : UFS_QUEUE_PER_ENTRY;
+	d->queue_mode = !uring ? UFS_QUEUE_NONE :
+			u->bufpool ? UFS_QUEUE_BUFPOOL : UFS_QUEUE_PER_ENTRY;
 }
 
 /*
@@ -256,7 +257,8 @@ int ufs_uring_start(struct ufs_daemon *d)
 		ufs_info("io_uring: registered %u entries beside the predecessor's on its live "
 			 "connection", u->nrws ? u->nr_queues * (u->depth + RING_RESERVE) : 0);
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
-		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE, ufs_queue_mode_name(d->queue_mode),
+		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE,
+		 ufs_queue_mode_name(d->queue_mode),
 		 u->max_payload);
 	return 0;
 }
