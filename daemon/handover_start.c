@@ -2,8 +2,9 @@
 /*
  * A successor's start (handover.h), one call per step of main.c's ladder:
  * --take-over's request (ufs_handover_take_over), the rings' memory mapped
- * back (ufs_handover_map), and in place of mount(2) and INIT the restore
- * from the hand-over record (ufs_handover_start, restore.c).  What it
+ * back (ufs_handover_map), in place of mount(2) and INIT the restore from
+ * the hand-over record (ufs_handover_start, restore.c), and once its
+ * transport runs, the predecessor let go (ufs_handover_serving).  What it
  * inherited stays in d->handover.inherit until taken or released.
  */
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include "notify.h"
 #include "process.h"
 #include "restore.h"
+#include "transport.h"
 #include "uring.h"
 
 void ufs_inherit_init(struct ufs_inherit *in)
@@ -128,4 +130,32 @@ int ufs_handover_start(struct ufs_daemon *d, const char *settings, int *ready_fd
 	ufs_info("took over %s (restart %llu of this mount)", d->mountpoint,
 		 (unsigned long long)d->record.hdr->restarts);
 	return 0;
+}
+
+void ufs_handover_serving(struct ufs_daemon *d, int *ready_fd)
+{
+	int ret;
+
+	/*
+	 * ExecReload='s successor must be the service's main process
+	 * before the old one exits, or systemd ends the service with it.
+	 * systemd watches a main process only if it is its child, which
+	 * this one is once its parent, the reload command, has gone: let
+	 * the parent go first.
+	 */
+	if (d->handover.inherit.from == UFS_INHERIT_TAKEOVER && d->notify.enabled) {
+		pid_t parent = getppid();
+		bool detached = *ready_fd >= 0;
+
+		ufs_process_detach_done(*ready_fd, 0, true);
+		*ready_fd = -1;
+		for (int i = 0; detached && i < 200 && getppid() == parent; i++)
+			usleep(10000);
+		ufs_notify_main_pid(&d->notify);
+	}
+	/* The predecessor has gone: what it read and never answered comes again. */
+	ufs_handover_finish(&d->handover.inherit, NULL);
+	ret = ufs_transport_resend(d);
+	if (ret)
+		ufs_warn("asking the kernel to resend: %s", strerror(-ret));
 }

@@ -41,4 +41,12 @@ int ufs_handover_map(struct ufs_daemon *d);
  */
 int ufs_handover_start(struct ufs_daemon *d, const char *settings, int *ready_fd);
 
+/*
+ * The successor's transport has started: tell the predecessor, which then
+ * exits (an ExecReload= successor first becomes the service's main
+ * process), and have the kernel send again what it read and never
+ * answered.  ready_fd as for ufs_handover_start (-1 once used).
+ */
+void ufs_handover_serving(struct ufs_daemon *d, int *ready_fd);
+
 #endif /* UFS_HANDOVER_START_H */

@@ -163,30 +163,8 @@ static int run(struct ufs_daemon *d, const char *settings)
 		ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
-	if (inherited) {
-		/*
-		 * ExecReload='s successor must be the service's main process
-		 * before the old one exits, or systemd ends the service with it.
-		 * systemd watches a main process only if it is its child, which
-		 * this one is once its parent, the reload command, has gone: let
-		 * the parent go first.
-		 */
-		if (d->handover.inherit.from == UFS_INHERIT_TAKEOVER && d->notify.enabled) {
-			pid_t parent = getppid();
-			bool detached = ready_fd >= 0;
-
-			ufs_process_detach_done(ready_fd, 0, true);
-			ready_fd = -1;
-			for (int i = 0; detached && i < 200 && getppid() == parent; i++)
-				usleep(10000);
-			ufs_notify_main_pid(&d->notify);
-		}
-		/* The predecessor has gone: what it read and never answered comes again. */
-		ufs_handover_finish(&d->handover.inherit, NULL);
-		ret = ufs_transport_resend(d);
-		if (ret)
-			ufs_warn("asking the kernel to resend: %s", strerror(-ret));
-	}
+	if (inherited)
+		ufs_handover_serving(d, &ready_fd);
 	/*
 	 * The take-over socket before anyone hears "ready": a start finding the
 	 * mount dead (its socket there, nobody listening) may take it away, and
