@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "handover.h"
-#include "stats.h"
+#include "config_file.h"
+#include "handover_status.h"
+#include "stats_prom.h"
 
 enum {
 	OPT_CONFIG = 256,

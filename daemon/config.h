@@ -133,12 +133,6 @@ void ufs_config_defaults(struct ufs_config *cfg);
 int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
 		   enum ufs_source src, struct ufs_config_error *err);
 
-/*
- * Load an ini file.  Returns 0, -ENOENT if the file does not exist, or
- * -EINVAL with err = "FILE:LINE: what is wrong".
- */
-int ufs_config_load_file(struct ufs_config *cfg, const char *path, struct ufs_config_error *err);
-
 /* Checks across keys; err names the keys involved.  Returns 0 or -EINVAL. */
 int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err);
 

@@ -11,7 +11,7 @@
 
 #include <ini.h>
 
-#include "config.h"
+#include "config_file.h"
 
 struct ini_ctx {
 	struct ufs_config *cfg;

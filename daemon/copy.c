@@ -283,7 +283,7 @@ static void *lane_helper_main(void *arg)
 
 	snprintf(name, sizeof(name), "uringfs-copy%u", lane->w->id);
 	pthread_setname_np(pthread_self(), name);
-	ufs_helper_thread_setup(lane->w->daemon);
+	ufs_helper_thread_setup(lane->w);
 	for (;;) {
 		struct ufs_copy_job *job;
 

@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon: one mounted file system, its connection, and its workers.
+ *
+ * Types and inline helpers only (no daemon.c): the start-up tier fills
+ * struct ufs_daemon (daemon_start.c, main.c, init_exchange.c, transport.c),
+ * and the transports (dev.c, uring.c, ring_*.c) and worker.c reach it
+ * through this header without including any start-up header.  So it
+ * includes only headers of the transports' tier and below: the hand-over's
+ * state is handover.h's types, systemd's notify_state.h's.
  */
 #ifndef UFS_DAEMON_H
 #define UFS_DAEMON_H
 
-#include <signal.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "fs.h"
 #include "handover.h"
+#include "init_negotiate.h"
 #include "mount.h"
-#include "notify.h"
+#include "notify_state.h"
 #include "record.h"
-#include "session.h"
 #include "store.h"
 #include "worker.h"
 
@@ -24,31 +34,57 @@ enum ufs_transport {
 	UFS_TRANSPORT_URING,
 };
 
+/* How the kernel's io_uring queues take payloads (uring.c); NONE on /dev/fuse. */
+enum ufs_queue_mode {
+	UFS_QUEUE_NONE,
+	UFS_QUEUE_PER_ENTRY,		/* a payload buffer per entry */
+	UFS_QUEUE_BUFPOOL,		/* 7.3: a buffer pool per queue */
+};
+
+/* For the log, the control file and STATUS=: "-", "per-entry", "bufpool". */
+static inline const char *ufs_queue_mode_name(enum ufs_queue_mode m)
+{
+	switch (m) {
+	case UFS_QUEUE_PER_ENTRY:
+		return "per-entry";
+	case UFS_QUEUE_BUFPOOL:
+		return "bufpool";
+	case UFS_QUEUE_NONE:
+		break;
+	}
+	return "-";
+}
+
+/* What zero copy came to (uring.c). */
+enum ufs_zero_copy_state {
+	UFS_ZC_OFF,			/* not asked for, or /dev/fuse */
+	UFS_ZC_ON,			/* every queue */
+	UFS_ZC_EPERM,			/* the kernel refused some queue: EPERM */
+	UFS_ZC_EINVAL,			/* the kernel refused some queue otherwise */
+};
+
+/* For the log, the control file and STATUS=: "off", "on", "eperm", "einval". */
+static inline const char *ufs_zero_copy_state_name(enum ufs_zero_copy_state s)
+{
+	switch (s) {
+	case UFS_ZC_ON:
+		return "on";
+	case UFS_ZC_EPERM:
+		return "eperm";
+	case UFS_ZC_EINVAL:
+		return "einval";
+	case UFS_ZC_OFF:
+		break;
+	}
+	return "off";
+}
+
 struct ufs_uring;
-
-/*
- * Whether the workers serve.  A take-over pauses them between requests;
- * it ends in HANDED_OVER (they stop quietly: the successor serves) or back
- * in SERVING.  Transitions: ufs_serve_state_set() (worker.c).
- */
-enum ufs_serve_state {
-	UFS_SERVING,
-	UFS_SERVE_PAUSED,
-	UFS_SERVE_HANDED_OVER,
-};
-
-struct ufs_pause {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* state changed, or a worker parked */
-	enum ufs_serve_state state;	/* written under lock; read atomically */
-	unsigned int parked;		/* workers stopped between requests */
-	unsigned int gone;		/* workers that left after the hand-over */
-};
 
 struct ufs_daemon {
 	struct ufs_config cfg;
 	struct ufs_mount_opts mount_opts;
-	const char *source;
+	const char *source;		/* argv, or d->handover.source */
 	const char *mountpoint;
 	bool foreground;
 	struct ufs_notify notify;
@@ -57,20 +93,16 @@ struct ufs_daemon {
 	int fuse_fd;			/* the connection (libfuse's descriptor, or inherited) */
 	struct ufs_record record;	/* the hand-over record (handover=on) */
 	struct ufs_store store;		/* the export store (export_store=DIR) */
-	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
-	bool stored_fuse;		/* the connection is in systemd's store */
-	ino_t takeover_ino;		/* our take-over socket's file (handover.c) */
-	unsigned int stored_dev, stored_ring;	/* dev-N, ring-N in systemd's store */
+	struct ufs_handover handover;	/* the hand-over's state (handover.h, main thread) */
 	struct ufs_pause pause;
 	struct ufs_conn conn;
 	struct ufs_fs fs;
 	enum ufs_transport transport;
 	struct ufs_uring *uring;	/* io_uring transport state, or NULL */
-	const char *queue_mode;		/* "per-entry", "bufpool", or "-" on /dev/fuse */
-	const char *zero_copy_state;	/* "on", "eperm", "einval", "off" */
+	enum ufs_queue_mode queue_mode;	/* set by the transport's start */
+	enum ufs_zero_copy_state zero_copy_state;
 	unsigned int zc_queues;		/* queues the kernel granted zero copy */
 	unsigned int nr_queues;		/* io_uring queues, 0 on /dev/fuse */
-	const char *cfr_mode;		/* how copy_file_range runs: fs.copies.mode */
 
 	cpu_set_t cpus;			/* CPUs of its threads: cpus=, else its start affinity */
 	unsigned int nworkers;		/* workers serving requests */
@@ -86,65 +118,44 @@ struct ufs_daemon {
 	struct timespec started;
 };
 
-/* worker.c: what workers tell the main loop (through event_fd) */
-
-/* A worker stopped: the connection ended (error 0) or it failed (-errno). */
-void ufs_daemon_worker_exited(struct ufs_daemon *d, int error);
+/*
+ * For the workers (dev.c, ring_serve.c), to the main loop through event_fd:
+ * inline here, as they touch nothing but struct ufs_daemon's atomics.
+ */
 
 /*
  * A worker found the connection unservable (its queue lost entries): the
  * main loop ends the connection and the daemon exits non-zero.
  */
-void ufs_daemon_fatal(struct ufs_daemon *d, int error);
+static inline void ufs_daemon_fatal(struct ufs_daemon *d, int error)
+{
+	uint64_t one = 1;
 
-/* daemon.c: open SOURCE (ufs_fs_init) with the file system's upcalls wired to d. */
-int ufs_daemon_fs_open(struct ufs_daemon *d);
-int ufs_daemon_store_open(struct ufs_daemon *d);
-void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
+	__atomic_compare_exchange_n(&d->fatal, &(int){ 0 }, error ? error : -EIO, false,
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	if (write(d->event_fd, &one, sizeof(one)) < 0) {
+		/* The counter is at its limit: the main loop is awake anyway. */
+	}
+}
 
-/* init.c: read INIT, negotiate, reply; 0 or a negative errno, logged. */
-int ufs_init_exchange(struct ufs_daemon *d);
+/* A worker stopped: the connection ended (error 0) or it failed (-errno). */
+static inline void ufs_daemon_worker_exited(struct ufs_daemon *d, int error)
+{
+	uint64_t one = 1;
 
-/* worker.c: the workers' slots and CPUs, before any starts. */
-int ufs_workers_alloc(struct ufs_daemon *d);
+	if (error)
+		__atomic_compare_exchange_n(&d->worker_error, &(int){ 0 }, error, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELEASE);
+	if (write(d->event_fd, &one, sizeof(one)) < 0) {
+		/* The counter is at its limit: the main loop is awake anyway. */
+	}
+}
 
-/* loop.c: the main thread until every worker has seen the connection end. */
-void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd);
-/*
- * After the loop: the connection ended with nobody unmounting (the kernel
- * aborted it): logged, the dead mount detached.  Returns the daemon's error.
- */
-int ufs_main_loop_end(struct ufs_daemon *d);
-
-/* worker.c: pausing for a take-over */
-
-/* Between two requests: true when the mount was handed over (stop quietly). */
-bool ufs_worker_pause_point(struct ufs_worker *w);
-/* A worker that cannot wait in ufs_worker_pause_point (a ring's keeps reaping). */
-void ufs_worker_set_parked(struct ufs_worker *w, bool parked);
-void ufs_worker_gone(struct ufs_worker *w);
+/* Are the workers asked to pause (or handed over)?  worker.h has the rest. */
 static inline bool ufs_worker_pausing(const struct ufs_daemon *d)
 {
 	return __atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) != UFS_SERVING;
 }
-void ufs_pause_init(struct ufs_pause *p);
-/* Checked transitions; returns false (and changes nothing) for a forbidden one. */
-bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to);
-/*
- * Wait until want workers are parked (gone: have left), or timeout_ms;
- * nudge() wakes them meanwhile.
- */
-int ufs_pause_wait(struct ufs_pause *p, bool gone, unsigned int want, int timeout_ms,
-		   void (*nudge)(void *), void *arg);
-
-/* restore.c: a successor's start from what it inherited; why set on failure. */
-int ufs_restore(struct ufs_daemon *d, char *why, size_t why_len);
-
-/* stats.c: the `name value` lines of the control file and SIGUSR1; caller frees. */
-char *ufs_stats_text(struct ufs_daemon *d, size_t *len);
-/* Sum of all workers' counters. */
-void ufs_stats_total(struct ufs_daemon *d, struct ufs_stats *total);
-/* SIGUSR1: the stats lines to the log. */
-void ufs_stats_log(struct ufs_daemon *d);
 
 #endif /* UFS_DAEMON_H */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "decode.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 #define XATTR_VALUE_MAX 65536	/* XATTR_SIZE_MAX */
 #define EXT_ALIGN 8

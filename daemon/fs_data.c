@@ -22,7 +22,7 @@
 #include "caller.h"
 #include "fs.h"
 #include "log.h"
-#include "session.h"
+#include "init_negotiate.h"
 #include "worker.h"
 
 #define MAX_RW_COUNT (INT_MAX & ~4095L)	/* the kernel's per-call limit */

@@ -15,7 +15,7 @@
 
 #include "fs.h"
 #include "log.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 #define FUSE_RENAME_FLAGS (RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)
 

@@ -16,7 +16,7 @@
 #include "caller.h"
 #include "fs.h"
 #include "log.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 uint64_t ufs_timeout_sec(double t)
 {

@@ -17,7 +17,7 @@
 
 #include "caller.h"
 #include "fs.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 #define ACL_ACCESS "system.posix_acl_access"
 

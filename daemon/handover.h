@@ -12,17 +12,28 @@
  *    for a restart or an upgrade, systemd gives them to the next start
  *    (LISTEN_FDS), which finds the record and carries on.
  * Either way the successor restores the daemon from the hand-over record
- * (record.h, restore.c) and asks the kernel to send again what the old
- * daemon read but never answered.
+ * (record.h, restore.c; the rings' memory: ring_keep.c) and asks the kernel
+ * to send again what the old daemon read but never answered.
+ *
+ * Where it lives (all under the name handover_):
+ *  - handover.h: this overview and the hand-over's state (types only: struct
+ *    ufs_daemon holds it, and the transports take the inherited clones and
+ *    rings from it);
+ *  - handover_start.c: a successor's start, as main.c calls it (--take-over's
+ *    request and the record's SOURCE and -o, the rings mapped back, the
+ *    restore), and what it inherited until it is taken or released;
+ *  - handover_socket.c: the take-over socket, both ends;
+ *  - handover_fdstore.c: systemd's file descriptor store;
+ *  - handover_status.c: why a mount is not served (the status file), and the
+ *    runtime directory the socket and that file live in.
  */
 #ifndef UFS_HANDOVER_H
 #define UFS_HANDOVER_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
-
-struct ufs_daemon;
 
 #define UFS_INHERIT_DEV_MAX 1024	/* /dev/fuse clones: one per worker, and the reader */
 #define UFS_INHERIT_RING_MAX 512	/* rings' memory files: one per worker, and older ones */
@@ -49,56 +60,24 @@ struct ufs_inherit {
 	uint32_t nfile_fds;
 };
 
-void ufs_inherit_init(struct ufs_inherit *in);
-/* Close whatever was not taken. */
-void ufs_inherit_release(struct ufs_inherit *in);
-
-/* ---- the running daemon ---- */
-
-/* The socket successors connect to, or -1 (logged); for the main loop's poll. */
-int ufs_handover_listen(struct ufs_daemon *d);
-/* Close it, and remove its name unless a successor has bound it since. */
-void ufs_handover_unlisten(struct ufs_daemon *d, int fd);
 /*
- * A successor knocked on the socket: hand everything over.  Returns true
- * when it took the mount (the caller exits without unmounting), false when
- * it failed and this daemon serves on.
+ * The hand-over's part of the daemon (d->handover).  Only the main thread
+ * touches it (start-up, the main loop, a take-over served from the main
+ * loop), so it has no lock; the workers never see it.  The transports take
+ * the inherited clones and rings out of inherit during start-up, on the
+ * main thread, before any worker runs.
  */
-bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd);
-
-/* ---- the successor ---- */
-
-/* Might a daemon of this user serve the mount at real?  False only when its socket is dead. */
-bool ufs_handover_served(const char *real);
-
-/*
- * --take-over: ask the daemon serving mountpoint for its descriptors.
- * Returns 0, or a negative errno with a one-line reason in why.
- */
-int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *why,
-			 size_t why_len);
-/*
- * Tell the old daemon how it went (why: NULL if this daemon serves now)
- * and, on success, wait until it has gone: only then may what it read and
- * never answered be sent again.
- */
-void ufs_handover_finish(struct ufs_inherit *in, const char *why);
-
-/*
- * Why nobody serves a mount: a successor that could not start leaves a
- * line for `uringfs --stats` (which must not touch the mount then), and the
- * daemon that serves it again takes it away (why NULL).
- */
-void ufs_handover_status(const char *real, const char *why);
-int ufs_handover_status_read(const char *mountpoint, char *buf, size_t len);
-
-/* ---- systemd's file descriptor store (notify.c sends, this reads) ---- */
-
-/* LISTEN_FDS with the names this daemon stores: the connection to carry on. */
-int ufs_fdstore_inherit(struct ufs_inherit *in);
-/* Put the connection and the record in the store, once serving. */
-void ufs_fdstore_keep(struct ufs_daemon *d);
-/* Take them out again: the mount is going away. */
-void ufs_fdstore_forget(struct ufs_daemon *d);
+struct ufs_handover {
+	struct ufs_inherit inherit;	/* what a predecessor left, until restored */
+	/*
+	 * --take-over without SOURCE: the predecessor's, from its record
+	 * (d->source points here then).
+	 */
+	char source[PATH_MAX];
+	ino_t takeover_ino;		/* our take-over socket's file (handover_socket.c) */
+	/* handover_fdstore.c: what this daemon put in systemd's store */
+	bool stored_fuse;		/* the connection is in systemd's store */
+	unsigned int stored_dev, stored_ring;	/* dev-N, ring-N in systemd's store */
+};
 
 #endif /* UFS_HANDOVER_H */

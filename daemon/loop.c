@@ -13,11 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config_file.h"
 #include "copy.h"
 #include "daemon.h"
-#include "handover.h"
+#include "handover_socket.h"
 #include "log.h"
+#include "loop.h"
 #include "notify.h"
+#include "stats.h"
 #include "transport.h"
 
 #define SHUTDOWN_GRACE_MS 5000	/* after unmounting, before aborting the connection */
@@ -82,7 +85,7 @@ static bool stop_for_restart(struct ufs_daemon *d)
 {
 	char why[256];
 
-	if (!d->stored_fuse || !ufs_notify_restart_pending(&d->notify))
+	if (!d->handover.stored_fuse || !ufs_notify_restart_pending(&d->notify))
 		return false;
 	if (ufs_transport_pause(d, 30000, why, sizeof(why))) {
 		ufs_warn("SIGTERM for a restart: %s: unmounting instead", why);
@@ -131,7 +134,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = d->event_fd;
 	pfd[1].events = POLLIN;
-	/* A successor asking for the mount (handover.c), and a start finding it served. */
+	/* A successor asking for the mount (handover_socket.c), and a start finding it served. */
 	pfd[2].fd = listen_fd;
 	pfd[2].events = POLLIN;
 

@@ -3,15 +3,15 @@
  * uringfs: the start-up ladder.
  *
  * settings (cli.c) -> signals blocked (process.c) -> SOURCE opened
- * (daemon.c) -> mounted (mount.c) -> detached (process.c) -> INIT
- * (init.c) -> transport started (transport.c; for io_uring every queue
+ * (daemon_start.c) -> mounted (mount.c) -> detached (process.c) -> INIT
+ * (init_exchange.c) -> transport started (transport.c; for io_uring every queue
  * registered, so the ring is ready) -> ready (notify.c) -> the main loop
  * (loop.c) -> stopped (transport.c) -> unmounted.
  *
  * A successor (handover.h) inherits a live connection instead: it neither
  * mounts nor reads INIT, but restores the daemon from the hand-over record
- * (restore.c), starts its transport, and has the kernel send again what
- * its predecessor read and never answered.
+ * (handover_start.c, restore.c), starts its transport, and has the kernel
+ * send again what its predecessor read and never answered.
  *
  * Any failure before "ready" is reported on stderr, undoes the mount (a
  * successor leaves it to whoever holds it) and exits non-zero.  After it,
@@ -30,12 +30,18 @@
 
 #include "cli.h"
 #include "daemon.h"
-#include "handover.h"
+#include "daemon_start.h"
+#include "handover_fdstore.h"
+#include "handover_socket.h"
+#include "handover_start.h"
+#include "handover_status.h"
+#include "init_exchange.h"
+#include "loop.h"
 #include "log.h"
 #include "notify.h"
 #include "process.h"
 #include "transport.h"
-#include "uring.h"
+#include "worker.h"
 
 static void log_serving(struct ufs_daemon *d)
 {
@@ -45,7 +51,8 @@ static void log_serving(struct ufs_daemon *d)
 	ufs_info("serving %s at %s: transport=%s workers=%u queue_mode=%s zero_copy=%s "
 		 "passthrough=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
-		 d->nworkers, d->queue_mode, d->zero_copy_state,
+		 d->nworkers, ufs_queue_mode_name(d->queue_mode),
+		 ufs_zero_copy_state_name(d->zero_copy_state),
 		 d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
 			 "unused" : ufs_passthrough_state_name(d->fs.passthrough));
 }
@@ -123,43 +130,9 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	return ufs_init_exchange(d);
 }
 
-/*
- * A live connection from a predecessor: restore (before detaching, so that
- * relative paths hold and the reason for a refusal reaches the terminal),
- * then detach.
- */
-static int start_inherited(struct ufs_daemon *d, const char *settings, int *ready_fd)
-{
-	char why[512];
-	int ret;
-
-	ret = ufs_restore(d, why, sizeof(why));
-	if (ret) {
-		char real[PATH_MAX];
-
-		ufs_err("cannot take over %s: %s; the mount stays as it is", d->mountpoint, why);
-		/* With systemd's store nobody serves it now: say why where --stats looks. */
-		if (d->inherit.from == UFS_INHERIT_FDSTORE &&
-		    !ufs_mount_real_path(d->mountpoint, real, sizeof(real))) {
-			ufs_handover_status(real, why);
-			ufs_notify_not_serving(&d->notify, why);
-		}
-		ufs_handover_finish(&d->inherit, why);
-		return ret;
-	}
-	if (!d->foreground && (ufs_process_detach(ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
-		fprintf(stderr, "uringfs: cannot detach: %m\n");
-		return -errno;
-	}
-	ufs_record_set_settings(&d->record, settings);
-	ufs_info("took over %s (restart %llu of this mount)", d->mountpoint,
-		 (unsigned long long)d->record.hdr->restarts);
-	return 0;
-}
-
 static int run(struct ufs_daemon *d, const char *settings)
 {
-	bool inherited = d->inherit.from != UFS_INHERIT_NONE;
+	bool inherited = d->handover.inherit.from != UFS_INHERIT_NONE;
 	int ready_fd = -1, listen_fd, ret;
 	sigset_t sigs;
 
@@ -176,11 +149,11 @@ static int run(struct ufs_daemon *d, const char *settings)
 	if (!inherited && ufs_daemon_store_open(d))
 		goto err_fs;
 	d->event_fd = eventfd(0, EFD_CLOEXEC);
-	if (d->event_fd < 0 || ufs_workers_alloc(d)) {
+	if (d->event_fd < 0 || ufs_daemon_workers_alloc(d)) {
 		fprintf(stderr, "uringfs: out of resources at start-up: %m\n");
 		goto err_fs;
 	}
-	ret = inherited ? start_inherited(d, settings, &ready_fd) :
+	ret = inherited ? ufs_handover_start(d, settings, &ready_fd) :
 			  start_fresh(d, settings, &ready_fd);
 	if (ret)
 		goto err_unmount;
@@ -190,30 +163,8 @@ static int run(struct ufs_daemon *d, const char *settings)
 		ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
-	if (inherited) {
-		/*
-		 * ExecReload='s successor must be the service's main process
-		 * before the old one exits, or systemd ends the service with it.
-		 * systemd watches a main process only if it is its child, which
-		 * this one is once its parent, the reload command, has gone: let
-		 * the parent go first.
-		 */
-		if (d->inherit.from == UFS_INHERIT_TAKEOVER && d->notify.enabled) {
-			pid_t parent = getppid();
-			bool detached = ready_fd >= 0;
-
-			ufs_process_detach_done(ready_fd, 0, true);
-			ready_fd = -1;
-			for (int i = 0; detached && i < 200 && getppid() == parent; i++)
-				usleep(10000);
-			ufs_notify_main_pid(&d->notify);
-		}
-		/* The predecessor has gone: what it read and never answered comes again. */
-		ufs_handover_finish(&d->inherit, NULL);
-		ret = ufs_transport_resend(d);
-		if (ret)
-			ufs_warn("asking the kernel to resend: %s", strerror(-ret));
-	}
+	if (inherited)
+		ufs_handover_serving(d, &ready_fd);
 	/*
 	 * The take-over socket before anyone hears "ready": a start finding the
 	 * mount dead (its socket there, nobody listening) may take it away, and
@@ -225,7 +176,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
 	ufs_process_detach_done(ready_fd, 0, ufs_notify_under_systemd(&d->notify));
 	ufs_fdstore_keep(d);
-	ufs_inherit_release(&d->inherit);
+	ufs_inherit_release(&d->handover.inherit);
 	ufs_handover_status(d->mnt.real, NULL);
 	ufs_notify_ready(d);
 
@@ -256,59 +207,10 @@ err_fs:
 	ufs_fs_destroy(&d->fs);
 	ufs_store_close(&d->store);
 err_out:
-	ufs_handover_finish(&d->inherit, "the successor could not start (see its log)");
-	ufs_inherit_release(&d->inherit);
+	ufs_handover_finish(&d->handover.inherit, "the successor could not start (see its log)");
+	ufs_inherit_release(&d->handover.inherit);
 	ufs_process_detach_done(ready_fd, 1, true);
 	return 1;
-}
-
-/*
- * The predecessor's ring memory back at its addresses, first thing: later
- * mappings (the record, threads' stacks) could take them.
- */
-static int inherit_map(struct ufs_daemon *d)
-{
-	char why[256];
-
-	if (ufs_uring_inherit_map(d, why, sizeof(why)) == 0)
-		return 0;
-	ufs_err("cannot take over %s: %s; the mount stays as it is", d->mountpoint, why);
-	ufs_handover_finish(&d->inherit, why);
-	return -1;
-}
-
-/*
- * --take-over: the running daemon's descriptors, and its SOURCE and -o
- * where the command line gives none.
- */
-static int take_over_request(struct ufs_daemon *d, struct ufs_cli *cli)
-{
-	static struct ufs_record_header h;
-	struct ufs_config_error err;
-	char why[512];
-
-	if (ufs_handover_request(d->mountpoint, &d->inherit, why, sizeof(why))) {
-		fprintf(stderr, "uringfs: %s\n", why);
-		return -1;
-	}
-	if (pread(d->inherit.record_fd, &h, sizeof(h), 0) != sizeof(h) ||
-	    h.magic != UFS_RECORD_MAGIC || !memchr(h.settings, 0, sizeof(h.settings)) ||
-	    !memchr(h.source, 0, sizeof(h.source))) {
-		fprintf(stderr, "uringfs: the running daemon handed over no usable record\n");
-		ufs_handover_finish(&d->inherit, "its record is unreadable");
-		return -1;
-	}
-	if (!d->source)
-		d->source = h.source;
-	if (!cli->settings[0] && h.settings[0]) {
-		if (ufs_mount_opts_parse(h.settings, &d->cfg, &d->mount_opts, &err)) {
-			fprintf(stderr, "uringfs: the running daemon's -o: %s\n", err.msg);
-			ufs_handover_finish(&d->inherit, "its -o do not parse here");
-			return -1;
-		}
-		snprintf(cli->settings, sizeof(cli->settings), "%s", h.settings);
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -326,14 +228,14 @@ int main(int argc, char **argv)
 		return ufs_cli_check_config(cli.check_config);
 	if (cli.stats_mountpoint)
 		return ufs_cli_print_stats(d, &cli);
-	ufs_inherit_init(&d->inherit);
+	ufs_handover_init(d);
 	ufs_pause_init(&d->pause);
-	if (cli.take_over && take_over_request(d, &cli))
+	if (cli.take_over && ufs_handover_take_over(d, cli.settings, sizeof(cli.settings)))
 		return 1;
-	if (inherit_map(d))
+	if (ufs_handover_map(d))
 		return 1;
 	if (ufs_cli_load_config(&d->cfg)) {
-		ufs_handover_finish(&d->inherit, "the successor's settings are invalid");
+		ufs_handover_finish(&d->handover.inherit, "the successor's settings are invalid");
 		return 1;
 	}
 	if (cli.print_config) {
@@ -344,8 +246,8 @@ int main(int argc, char **argv)
 	ufs_notify_init(&d->notify);
 	/* systemd's store: a connection a predecessor left (restart, crash, upgrade). */
 	if (!cli.take_over && d->cfg.handover && ufs_notify_under_systemd(&d->notify)) {
-		ufs_fdstore_inherit(&d->inherit);
-		if (inherit_map(d))
+		ufs_fdstore_inherit(&d->handover.inherit);
+		if (ufs_handover_map(d))
 			return 1;
 	}
 	/* journald reads <N> priority prefixes from stderr, with or without -f. */
@@ -357,9 +259,10 @@ int main(int argc, char **argv)
 	 * looked at.
 	 */
 	if (ufs_cli_check_dir("source", d->source) ||
-	    (d->inherit.from == UFS_INHERIT_NONE && !uringfs_mount_there(d) &&
+	    (d->handover.inherit.from == UFS_INHERIT_NONE && !uringfs_mount_there(d) &&
 	     ufs_cli_check_dir("mountpoint", d->mountpoint))) {
-		ufs_handover_finish(&d->inherit, "its SOURCE or MOUNTPOINT is not a directory");
+		ufs_handover_finish(&d->handover.inherit,
+				    "its SOURCE or MOUNTPOINT is not a directory");
 		return 1;
 	}
 	ufs_process_raise_fd_limit();

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "notify.h"
+#include "stats.h"
 
 #define STATUS_INTERVAL_MS 10000
 
@@ -37,7 +38,8 @@ static void notify_status(struct ufs_daemon *d, const char *extra)
 	sd_notifyf(0, "%sSTATUS=transport=%s workers=%u queue_mode=%s zero_copy=%s "
 		   "requests_ring=%llu requests_dev=%llu errors=%llu%s",
 		   extra, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev", d->nworkers,
-		   d->queue_mode, d->zero_copy_state, (unsigned long long)total.requests_ring,
+		   ufs_queue_mode_name(d->queue_mode), ufs_zero_copy_state_name(d->zero_copy_state),
+		   (unsigned long long)total.requests_ring,
 		   (unsigned long long)total.requests_dev, (unsigned long long)total.errors,
 		   d->notify.watchdog_usec ? "\nWATCHDOG=1" : "");
 }

@@ -7,16 +7,10 @@
 #define UFS_NOTIFY_H
 
 #include <stdbool.h>
-#include <stdint.h>
+
+#include "notify_state.h"
 
 struct ufs_daemon;
-
-/* Read from the environment at start-up, then read-only. */
-struct ufs_notify {
-	bool enabled;			/* NOTIFY_SOCKET is set */
-	bool journal;			/* stderr is the journal (JOURNAL_STREAM) */
-	uint64_t watchdog_usec;		/* WATCHDOG_USEC for this process, 0: none */
-};
 
 void ufs_notify_init(struct ufs_notify *n);
 bool ufs_notify_under_systemd(const struct ufs_notify *n);

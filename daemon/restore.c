@@ -24,6 +24,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "restore.h"
 #include "uring.h"
 
 static int fail(char *why, size_t len, int err, const char *fmt, ...)
@@ -147,7 +148,7 @@ static int restore_nodes(struct ufs_daemon *d, char *why, size_t len)
 static int file_fd(struct ufs_daemon *d, uint32_t index, struct ufs_inode *inode,
 		   const struct ufs_record_file *f)
 {
-	struct ufs_inherit *in = &d->inherit;
+	struct ufs_inherit *in = &d->handover.inherit;
 	int fd;
 
 	if (index < in->nfile_fds && in->file_fds[index] >= 0) {
@@ -229,7 +230,7 @@ static void restore_files(struct ufs_daemon *d)
 
 int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 {
-	struct ufs_inherit *in = &d->inherit;
+	struct ufs_inherit *in = &d->handover.inherit;
 	const char *pt_why;
 	int ret;
 

@@ -255,7 +255,7 @@ static bool ring_quiet(const struct ring_worker *rw)
 }
 
 /*
- * A take-over (handover.c) pauses the worker: it keeps reaping, so that
+ * A take-over (handover_socket.c) pauses the worker: it keeps reaping, so that
  * the kernel puts requests in its entries rather than cancel them, but
  * serves nothing new, and counts itself parked once what it was serving is
  * answered.  Resumed, it serves what came meanwhile; handed over, it lets

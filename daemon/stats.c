@@ -71,12 +71,12 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		return NULL;
 	ufs_stats_total(d, &total);
 	fprintf(f, "transport %s\n", d->transport == UFS_TRANSPORT_URING ? "uring" : "dev");
-	fprintf(f, "queue_mode %s\n", d->queue_mode);
+	fprintf(f, "queue_mode %s\n", ufs_queue_mode_name(d->queue_mode));
 	fprintf(f, "workers %u\n", d->nworkers);
-	fprintf(f, "zero_copy %s\n", d->zero_copy_state);
+	fprintf(f, "zero_copy %s\n", ufs_zero_copy_state_name(d->zero_copy_state));
 	fprintf(f, "queues %u\n", d->nr_queues);
 	fprintf(f, "zero_copy_queues %u\n", d->zc_queues);
-	fprintf(f, "cfr_mode %s\n", d->cfr_mode);
+	fprintf(f, "cfr_mode %s\n", ufs_cfr_mode_name(d->fs.copies.mode));
 	fprintf(f, "io_path %s\n", ufs_io_path_name(d->cfg.io_path));
 	fprintf(f, "passthrough %s\n", d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
 		"unused" : ufs_passthrough_state_name(d->fs.passthrough));

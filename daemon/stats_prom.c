@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "stats_prom.h"
 
 #define PREFIX "uringfs_"
 

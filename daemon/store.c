@@ -33,6 +33,7 @@
 
 #include "log.h"
 #include "store.h"
+#include "store_lock.h"
 
 #define STORE_MAGIC "UFSXSTOR"
 #define STORE_VERSION 1u

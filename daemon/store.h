@@ -23,26 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "record.h"
-
-#define UFS_STORE_GEN_SHIFT 40		/* a daemon hands out < 2^40 node ids */
-#define UFS_STORE_GEN_MASK 0x7fffffu	/* 23 bits: node ids stay below 2^63 */
-
-struct ufs_store {
-	int dir_fd, fd;			/* -1: no store */
-	int lock_fd;			/* flock()ed "NAME.lock" in DIR, while the store is ours */
-	char name[64];			/* the file's name in DIR */
-	uint64_t ident;			/* SOURCE's identity, seeds every checksum */
-	dev_t root_dev;			/* records on SOURCE's own file system ... */
-	int root_mount_id;		/* ... and mount only */
-	uint32_t capacity;		/* export_inodes */
-	uint64_t generation;		/* this daemon's */
-	uint64_t seq;			/* the next record's sequence number */
-	bool failed;			/* a write failed: logged once, no more writes */
-	/* what open loaded, oldest first; freed by ufs_store_loaded_free */
-	struct ufs_record_node *loaded;
-	size_t nloaded, nrefused;
-};
+#include "store_state.h"
 
 /*
  * Open (or create) SOURCE's store in dir for the file system whose root is
@@ -59,17 +40,6 @@ void ufs_store_loaded_free(struct ufs_store *s);
 /* Sync and close; takes NULL or a store never opened. */
 void ufs_store_close(struct ufs_store *s);
 void ufs_store_init(struct ufs_store *s);
-/*
- * A take-over: the predecessor, paused (it writes no more records), lets
- * the successor take the store's lock; if the take-over fails it takes it
- * back, or stops writing records if the store is no longer its own.
- */
-int ufs_store_lock(struct ufs_store *s, const char *dir, char *why, size_t why_len);
-/* Warns if a parent of dir lets another user replace it. */
-void ufs_store_check_parents(const char *dir);
-void ufs_store_unlock(struct ufs_store *s);
-void ufs_store_relock(struct ufs_store *s);
-
 /*
  * A node id is about to be handed to the kernel (or its parent changed):
  * its record goes to the store before the reply.  Under the inode store's

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "store.h"
+#include "store_lock.h"
 
 int ufs_store_lock(struct ufs_store *s, const char *dir, char *why, size_t len)
 {

@@ -30,11 +30,11 @@ static int start_dev_workers(struct ufs_daemon *d)
 		int ret;
 
 		/* A predecessor's clone may hold requests it read: keep reading it. */
-		if (i < d->inherit.ndev && d->inherit.dev_fds[i] >= 0) {
+		if (i < d->handover.inherit.ndev && d->handover.inherit.dev_fds[i] >= 0) {
 			if (fd >= 0)
 				close(fd);
-			fd = d->inherit.dev_fds[i];
-			d->inherit.dev_fds[i] = -1;
+			fd = d->handover.inherit.dev_fds[i];
+			d->handover.inherit.dev_fds[i] = -1;
 		}
 		if (fd < 0)
 			return fd;
@@ -66,11 +66,11 @@ static int copy_mode_choose(struct ufs_daemon *d, bool ring_transport)
 		return -EOPNOTSUPP;
 	}
 	d->fs.copies.mode = ufs_copy_mode_resolve(want, ring_ok);
-	d->cfr_mode = ufs_cfr_mode_name(d->fs.copies.mode);
 	if (ring_transport && !ring_ok && want == UFS_CFR_AUTO)
-		ufs_info("copy_file_range: %s (no ring opcode: %s)", d->cfr_mode, why);
+		ufs_info("copy_file_range: %s (no ring opcode: %s)",
+			 ufs_cfr_mode_name(d->fs.copies.mode), why);
 	else
-		ufs_info("copy_file_range: %s", d->cfr_mode);
+		ufs_info("copy_file_range: %s", ufs_cfr_mode_name(d->fs.copies.mode));
 	return 0;
 }
 
@@ -79,8 +79,8 @@ int ufs_transport_start(struct ufs_daemon *d)
 {
 	int ret, fd;
 
-	d->queue_mode = "-";
-	d->zero_copy_state = "off";
+	d->queue_mode = UFS_QUEUE_NONE;
+	d->zero_copy_state = UFS_ZC_OFF;
 	if (d->conn.uring) {
 		/* Decided before the first request can arrive, and again if the ring fails. */
 		ret = copy_mode_choose(d, true);
@@ -161,7 +161,7 @@ void ufs_transport_abandon(struct ufs_daemon *d)
 	ufs_transport_stop(d);
 }
 
-/* ---- hand-over (handover.c) ---- */
+/* ---- hand-over (handover_socket.c) ---- */
 
 /* Wake every worker to look at the pause state: a signal stops a read(2), an eventfd a ring. */
 static void nudge_workers(void *arg)
@@ -255,10 +255,10 @@ int ufs_transport_resend(struct ufs_daemon *d)
 	else
 		ret = ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_RESEND, NULL, 0);
 
-	for (unsigned int i = 0; i < d->inherit.ndev; i++) {
-		if (d->inherit.dev_fds[i] >= 0) {
-			close(d->inherit.dev_fds[i]);
-			d->inherit.dev_fds[i] = -1;
+	for (unsigned int i = 0; i < d->handover.inherit.ndev; i++) {
+		if (d->handover.inherit.dev_fds[i] >= 0) {
+			close(d->handover.inherit.dev_fds[i]);
+			d->handover.inherit.dev_fds[i] = -1;
 		}
 	}
 	return ret;

@@ -60,7 +60,7 @@ bool ufs_uring_supported(void)
 
 int ufs_uring_inherit_map(struct ufs_daemon *d, char *why, size_t why_len)
 {
-	struct ufs_inherit *in = &d->inherit;
+	struct ufs_inherit *in = &d->handover.inherit;
 	struct ufs_uring probe = { 0 };
 	int ret;
 
@@ -140,11 +140,11 @@ static int uring_zero_copy_state(struct ufs_uring *u)
 			on += u->rws[i].queues[k].owner && u->rws[i].queues[k].zero_copy;
 	}
 	if (!u->zc_wanted)
-		d->zero_copy_state = "off";
+		d->zero_copy_state = UFS_ZC_OFF;
 	else if (on == u->nr_queues)
-		d->zero_copy_state = "on";
+		d->zero_copy_state = UFS_ZC_ON;
 	else
-		d->zero_copy_state = u->zc_refused == -EPERM ? "eperm" : "einval";
+		d->zero_copy_state = u->zc_refused == -EPERM ? UFS_ZC_EPERM : UFS_ZC_EINVAL;
 	d->fs.zero_copy = on > 0;
 	d->zc_queues = on;
 	d->nr_queues = u->nr_queues;
@@ -192,7 +192,8 @@ static void describe_transport(struct ufs_daemon *d, struct ufs_uring *u, bool u
 {
 	d->transport = uring ? UFS_TRANSPORT_URING : UFS_TRANSPORT_DEV;
 	d->nworkers = uring ? u->nrws : d->workers_alloc;
-	d->queue_mode = !uring ? "-" : u->bufpool ? "bufpool" : "per-entry";
+	d->queue_mode = !uring ? UFS_QUEUE_NONE :
+			u->bufpool ? UFS_QUEUE_BUFPOOL : UFS_QUEUE_PER_ENTRY;
 }
 
 /*
@@ -208,13 +209,13 @@ int ufs_uring_start(struct ufs_daemon *d)
 
 	ret = uring_alloc(d, &u);
 	if (ret) {
-		int fb = d->inherit.from ? -EIO : uring_force_dev_fallback(d->fuse_fd);
+		int fb = d->handover.inherit.from ? -EIO : uring_force_dev_fallback(d->fuse_fd);
 
 		return fb ? fb : -EAGAIN;
 	}
-	if (d->inherit.from != UFS_INHERIT_NONE) {
+	if (d->handover.inherit.from != UFS_INHERIT_NONE) {
 		u->inherited = true;
-		ret = uring_old_take(u, &d->inherit);
+		ret = uring_old_take(u, &d->handover.inherit);
 		if (ret) {
 			uring_free(u);
 			return -EIO;
@@ -260,7 +261,8 @@ int ufs_uring_start(struct ufs_daemon *d)
 		ufs_info("io_uring: registered %u entries beside the predecessor's on its live "
 			 "connection", u->nrws ? u->nr_queues * (u->depth + RING_RESERVE) : 0);
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
-		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE, d->queue_mode,
+		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE,
+		 ufs_queue_mode_name(d->queue_mode),
 		 u->max_payload);
 	return 0;
 }

@@ -34,7 +34,7 @@
 #include "fs.h"
 #include "interrupt.h"
 #include "log.h"
-#include "session.h"
+#include "init_negotiate.h"
 #include "wait.h"
 #include "worker.h"
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The workers: how many, on which CPUs, and what every worker thread does
- * first, whichever transport it serves.
+ * What every worker thread does first, whichever transport it serves, what
+ * a copy helper does first, and pausing the workers for a take-over.  How
+ * many workers and on which CPUs: daemon_start.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "log.h"
 #include "worker.h"
 
@@ -43,14 +43,14 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role)
 	return 0;
 }
 
-void ufs_helper_thread_setup(const struct ufs_daemon *d)
+void ufs_helper_thread_setup(const struct ufs_worker *w)
 {
 	/*
 	 * Threads inherit their creator's affinity: a long byte copy would
 	 * otherwise share the worker's one CPU with the requests it serves.
 	 */
-	if (CPU_COUNT(&d->cpus))
-		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
+	if (CPU_COUNT(w->cpus))
+		pthread_setaffinity_np(pthread_self(), sizeof(*w->cpus), w->cpus);
 	/*
 	 * A copy keeps a CPU busy for as long as it runs; at a lower weight
 	 * (nice is per thread on Linux) a worker woken by a request takes
@@ -60,72 +60,7 @@ void ufs_helper_thread_setup(const struct ufs_daemon *d)
 		ufs_log_once(UFS_LOG_DEBUG, "copy helper: setpriority: %m");
 }
 
-void ufs_daemon_fatal(struct ufs_daemon *d, int error)
-{
-	uint64_t one = 1;
-
-	__atomic_compare_exchange_n(&d->fatal, &(int){ 0 }, error ? error : -EIO, false,
-				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-	if (write(d->event_fd, &one, sizeof(one)) < 0) {
-		/* The counter is at its limit: the main loop is awake anyway. */
-	}
-}
-
-void ufs_daemon_worker_exited(struct ufs_daemon *d, int error)
-{
-	uint64_t one = 1;
-
-	if (error)
-		__atomic_compare_exchange_n(&d->worker_error, &(int){ 0 }, error, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&d->workers_running, 1, __ATOMIC_RELEASE);
-	if (write(d->event_fd, &one, sizeof(one)) < 0) {
-		/* The counter is at its limit: the main loop is awake anyway. */
-	}
-}
-
-static unsigned int online_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? n : 1;
-}
-
-int ufs_workers_alloc(struct ufs_daemon *d)
-{
-	unsigned int n = d->cfg.workers ? d->cfg.workers : online_cpus();
-	int cpu = -1;
-
-	d->workers = calloc(n, sizeof(*d->workers));
-	if (!d->workers)
-		return -ENOMEM;
-	d->nworkers = n;
-	d->workers_alloc = n;
-	if (d->cfg.cpu_count)
-		d->cpus = d->cfg.cpu_set;
-	else if (sched_getaffinity(0, sizeof(d->cpus), &d->cpus))
-		CPU_ZERO(&d->cpus);	/* unknown: helper threads keep what they inherit */
-	for (unsigned int i = 0; i < n; i++) {
-		struct ufs_worker *w = &d->workers[i];
-
-		w->id = i;
-		w->daemon = d;
-		w->cpu = -1;
-		if (d->cfg.cpu_count) {
-			/* Round-robin over the configured CPUs. */
-			do {
-				cpu = (cpu + 1) % UFS_CPUS_MAX;
-			} while (!CPU_ISSET(cpu, &d->cfg.cpu_set));
-			w->cpu = cpu;
-		}
-	}
-	d->dev_reader.daemon = d;
-	d->dev_reader.id = n;
-	d->dev_reader.cpu = -1;
-	return 0;
-}
-
-/* ---- pausing for a take-over (handover.c) ---- */
+/* ---- pausing for a take-over (handover_socket.c) ---- */
 
 void ufs_pause_init(struct ufs_pause *p)
 {
@@ -169,7 +104,7 @@ bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to)
 
 bool ufs_worker_pause_point(struct ufs_worker *w)
 {
-	struct ufs_pause *p = &w->daemon->pause;
+	struct ufs_pause *p = w->pause;
 	enum ufs_serve_state state;
 
 	pthread_mutex_lock(&p->lock);
@@ -191,7 +126,7 @@ bool ufs_worker_pause_point(struct ufs_worker *w)
 
 void ufs_worker_set_parked(struct ufs_worker *w, bool parked)
 {
-	struct ufs_pause *p = &w->daemon->pause;
+	struct ufs_pause *p = w->pause;
 
 	pthread_mutex_lock(&p->lock);
 	if (parked)
@@ -204,7 +139,7 @@ void ufs_worker_set_parked(struct ufs_worker *w, bool parked)
 
 void ufs_worker_gone(struct ufs_worker *w)
 {
-	struct ufs_pause *p = &w->daemon->pause;
+	struct ufs_pause *p = w->pause;
 
 	pthread_mutex_lock(&p->lock);
 	p->gone++;

@@ -7,14 +7,34 @@
 #define UFS_WORKER_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 
-#include "stats.h"
-
-#include <signal.h>
+#include "counters.h"
 
 struct ufs_daemon;
 struct ufs_copy_lane;
+
+/*
+ * Whether the workers serve.  A take-over pauses them between requests;
+ * it ends in HANDED_OVER (they stop quietly: the successor serves) or back
+ * in SERVING.  Transitions: ufs_serve_state_set().
+ */
+enum ufs_serve_state {
+	UFS_SERVING,
+	UFS_SERVE_PAUSED,
+	UFS_SERVE_HANDED_OVER,
+};
+
+/* d->pause: one per daemon, every worker points at it. */
+struct ufs_pause {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* state changed, or a worker parked */
+	enum ufs_serve_state state;	/* written under lock; read atomically */
+	unsigned int parked;		/* workers stopped between requests */
+	unsigned int gone;		/* workers that left after the hand-over */
+};
 
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
 #define UFS_WORKER_WAKE_SIGNAL SIGUSR2
@@ -24,6 +44,8 @@ struct ufs_worker {
 	pthread_t thread;
 	bool started;
 	struct ufs_daemon *daemon;	/* back pointer */
+	struct ufs_pause *pause;	/* &daemon->pause */
+	const cpu_set_t *cpus;		/* &daemon->cpus: where its helpers run */
 	void *xpriv;			/* transport state of this worker */
 	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
@@ -39,6 +61,23 @@ int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);
  * below the workers (0).
  */
 #define UFS_HELPER_NICE 10
-void ufs_helper_thread_setup(const struct ufs_daemon *d);
+void ufs_helper_thread_setup(const struct ufs_worker *w);
+
+/* ---- pausing for a take-over ---- */
+
+/* Between two requests: true when the mount was handed over (stop quietly). */
+bool ufs_worker_pause_point(struct ufs_worker *w);
+/* A worker that cannot wait in ufs_worker_pause_point (a ring's keeps reaping). */
+void ufs_worker_set_parked(struct ufs_worker *w, bool parked);
+void ufs_worker_gone(struct ufs_worker *w);
+void ufs_pause_init(struct ufs_pause *p);
+/* Checked transitions; returns false (and changes nothing) for a forbidden one. */
+bool ufs_serve_state_set(struct ufs_pause *p, enum ufs_serve_state to);
+/*
+ * Wait until want workers are parked (gone: have left), or timeout_ms;
+ * nudge() wakes them meanwhile.
+ */
+int ufs_pause_wait(struct ufs_pause *p, bool gone, unsigned int want, int timeout_ms,
+		   void (*nudge)(void *), void *arg);
 
 #endif /* UFS_WORKER_H */

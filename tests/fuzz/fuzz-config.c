@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config_file.h"
 #include "fuzz.h"
 
 static int memfd = -1;

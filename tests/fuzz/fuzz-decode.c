@@ -23,7 +23,7 @@
 
 #include "decode.h"
 #include "fuzz.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 #define OP_IN_SIZE UFS_URING_OP_IN_OUT_SZ
 #define STALE 0xa5	/* what an op_in area holds past the bytes the kernel copied */

@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "fuzz.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 struct init_settings {
 	uint32_t max_write;

@@ -22,7 +22,7 @@
 #include "config.h"
 #include "decode.h"
 #include "fuzz.h"
-#include "session.h"
+#include "init_negotiate.h"
 
 static const char *out_dir;
 

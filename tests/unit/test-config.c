@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config_file.h"
 #include "log.h"
 #include "tap.h"
 

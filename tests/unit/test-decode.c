@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "decode.h"
-#include "session.h"
+#include "init_negotiate.h"
 #include "tap.h"
 
 static struct ufs_conn conn = { .flags = FUSE_SETXATTR_EXT | FUSE_INIT_EXT };

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "stats_prom.h"
 #include "tap.h"
 
 static char *convert(const char *text, const char *mountpoint)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "session.h"
+#include "init_negotiate.h"
 #include "tap.h"
 
 static const struct ufs_init_limits lim4k = { .page_size = 4096, .max_pages_limit = 256 };

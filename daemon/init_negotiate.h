@@ -3,8 +3,8 @@
  * The FUSE connection: what INIT negotiated.  Written once by the INIT
  * reply, before any worker starts; read-only afterwards.
  */
-#ifndef UFS_SESSION_H
-#define UFS_SESSION_H
+#ifndef UFS_INIT_NEGOTIATE_H
+#define UFS_INIT_NEGOTIATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,4 +62,4 @@ static inline bool ufs_conn_has(const struct ufs_conn *conn, uint64_t flag)
 	return (conn->flags & flag) != 0;
 }
 
-#endif /* UFS_SESSION_H */
+#endif /* UFS_INIT_NEGOTIATE_H */

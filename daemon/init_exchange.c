@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The INIT exchange on /dev/fuse: the kernel's offer read, the reply
- * negotiated (session.c) and checked against what the settings demand.
+ * negotiated (init_negotiate.c) and checked against what the settings demand.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "daemon.h"
 #include "dev.h"
+#include "init_exchange.h"
 #include "log.h"
 #include "uring.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "init_negotiate.h"
 
 #define DEFAULT_MAX_PAGES_LIMIT 256	/* the kernel's default fs.fuse.max_pages_limit */
 

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The daemon's file system, and its upcalls: stale attributes go to the
- * kernel, the control file's text comes from the stats.
+ * The daemon's parts made at start-up: SOURCE's file system with its
+ * upcalls (stale attributes go to the kernel, the control file's text comes
+ * from the stats), the export store, the workers' slots and CPUs.
  */
 #include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "daemon.h"
+#include "daemon_start.h"
 #include "dev.h"
 #include "log.h"
+#include "stats.h"
 
 /*
  * The kernel's cached attributes of nodeid are stale: FUSE_NOTIFY_INVAL_INODE
@@ -110,4 +116,50 @@ void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited)
 	}
 	ufs_store_loaded_free(s);
 	ufs_inode_restore_done(&d->fs, gen << UFS_STORE_GEN_SHIFT | (FUSE_ROOT_ID + 1));
+}
+
+/* The workers' slots and CPUs, before any starts. */
+static unsigned int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? n : 1;
+}
+
+int ufs_daemon_workers_alloc(struct ufs_daemon *d)
+{
+	unsigned int n = d->cfg.workers ? d->cfg.workers : online_cpus();
+	int cpu = -1;
+
+	d->workers = calloc(n, sizeof(*d->workers));
+	if (!d->workers)
+		return -ENOMEM;
+	d->nworkers = n;
+	d->workers_alloc = n;
+	if (d->cfg.cpu_count)
+		d->cpus = d->cfg.cpu_set;
+	else if (sched_getaffinity(0, sizeof(d->cpus), &d->cpus))
+		CPU_ZERO(&d->cpus);	/* unknown: helper threads keep what they inherit */
+	for (unsigned int i = 0; i < n; i++) {
+		struct ufs_worker *w = &d->workers[i];
+
+		w->id = i;
+		w->daemon = d;
+		w->pause = &d->pause;
+		w->cpus = &d->cpus;
+		w->cpu = -1;
+		if (d->cfg.cpu_count) {
+			/* Round-robin over the configured CPUs. */
+			do {
+				cpu = (cpu + 1) % UFS_CPUS_MAX;
+			} while (!CPU_ISSET(cpu, &d->cfg.cpu_set));
+			w->cpu = cpu;
+		}
+	}
+	d->dev_reader.daemon = d;
+	d->dev_reader.pause = &d->pause;
+	d->dev_reader.cpus = &d->cpus;
+	d->dev_reader.id = n;
+	d->dev_reader.cpu = -1;
+	return 0;
 }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Handing a live mount over (handover.h): the take-over socket, both ends,
- * and reading systemd's file descriptor store.
+ * Handing a live mount over (handover.h): the take-over socket, both ends.
  *
  * The take-over exchange, over a SOCK_SEQPACKET socket whose path follows
  * from the mount point and the user: in /run/uringfs (root) or
@@ -30,13 +29,14 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon.h"
-#include "handover.h"
+#include "handover_socket.h"
+#include "handover_status.h"
 #include "log.h"
 #include "mount.h"
+#include "store_lock.h"
 #include "transport.h"
 
 #define HANDOVER_MAGIC 0x48534655u	/* "UFSH" */
@@ -63,84 +63,15 @@ struct handover_msg {
 	char text[256];
 };
 
-void ufs_inherit_init(struct ufs_inherit *in)
-{
-	memset(in, 0, sizeof(*in));
-	in->conn = in->fuse_fd = in->record_fd = -1;
-}
-
-void ufs_inherit_release(struct ufs_inherit *in)
-{
-	if (in->conn >= 0)
-		close(in->conn);
-	if (in->fuse_fd >= 0)
-		close(in->fuse_fd);
-	if (in->record_fd >= 0)
-		close(in->record_fd);
-	for (unsigned int i = 0; i < in->ndev; i++) {
-		if (in->dev_fds[i] >= 0)
-			close(in->dev_fds[i]);
-	}
-	for (unsigned int i = 0; i < in->nring; i++) {
-		if (in->ring_fds[i] >= 0)
-			close(in->ring_fds[i]);
-	}
-	for (uint32_t i = 0; i < in->nfile_fds; i++) {
-		if (in->file_fds[i] >= 0)
-			close(in->file_fds[i]);
-	}
-	free(in->file_fds);
-	ufs_inherit_init(in);
-}
-
 /* ---- the socket ---- */
-
-static uint64_t path_hash(const char *real)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-
-	for (const char *p = real; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	return h;
-}
-
-/*
- * /run/uringfs (root) or $XDG_RUNTIME_DIR/uringfs: made if make_dir, and
- * used only if it is ours alone (owned by us, nobody else may write to it).
- */
-static int runtime_dir(char *dir, size_t len, bool make_dir)
-{
-	const char *runtime = geteuid() ? getenv("XDG_RUNTIME_DIR") : "/run";
-	struct stat st;
-
-	if (!runtime || !*runtime)
-		return -ENOENT;
-	if (snprintf(dir, len, "%s/uringfs", runtime) >= (int)len)
-		return -ENAMETOOLONG;
-	if (make_dir && mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	if (lstat(dir, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-		return -EPERM;
-	return 0;
-}
 
 /* "<runtime dir>/takeover-<uid>-<hash of the mount point's real path>" */
 static int socket_name(const char *real, struct sockaddr_un *sa, bool make_dir)
 {
-	char dir[PATH_MAX];
-	int ret = runtime_dir(dir, sizeof(dir), make_dir);
-
-	if (ret)
-		return ret;
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if (snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/takeover-%u-%016llx", dir,
-		     (unsigned int)geteuid(),
-		     (unsigned long long)path_hash(real)) >= (int)sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	return 0;
+	return ufs_handover_runtime_name(real, "takeover", sa->sun_path, sizeof(sa->sun_path),
+					 make_dir);
 }
 
 /*
@@ -304,7 +235,7 @@ int ufs_handover_listen(struct ufs_daemon *d)
 			close(fd);
 		return -1;
 	}
-	d->takeover_ino = st.st_ino;
+	d->handover.takeover_ino = st.st_ino;
 	return fd;
 }
 
@@ -317,7 +248,7 @@ void ufs_handover_unlisten(struct ufs_daemon *d, int fd)
 		return;
 	/* Unless a successor has bound the name anew since. */
 	if (!socket_name(d->mnt.real, &sa, false) && !lstat(sa.sun_path, &st) &&
-	    st.st_ino == d->takeover_ino)
+	    st.st_ino == d->handover.takeover_ino)
 		unlink(sa.sun_path);
 	close(fd);
 }
@@ -595,179 +526,4 @@ void ufs_handover_finish(struct ufs_inherit *in, const char *why)
 			 (int)in->predecessor, EXIT_TIMEOUT_MS / 1000);
 	close(in->conn);
 	in->conn = -1;
-}
-
-/* ---- why nobody serves: the status file ---- */
-
-/* /run/uringfs (root) or $XDG_RUNTIME_DIR/uringfs, and the mount's file in it. */
-static int status_path(const char *real, char *path, size_t len, bool make_dir)
-{
-	char dir[PATH_MAX];
-	int ret = runtime_dir(dir, sizeof(dir), make_dir);
-
-	if (ret)
-		return ret;
-	snprintf(path, len, "%s/not-served-%u-%016llx", dir, (unsigned int)geteuid(),
-		 (unsigned long long)path_hash(real));
-	return 0;
-}
-
-/* fopen(path) in mode how ("r" or "w", the latter creating), never through a symlink. */
-static FILE *fopen_nofollow(const char *path, const char *how)
-{
-	int flags = *how == 'w' ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY;
-	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, how) : NULL;
-
-	if (!f && fd >= 0) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-	}
-	return f;
-}
-
-void ufs_handover_status(const char *real, const char *why)
-{
-	char path[PATH_MAX + 64];
-	FILE *f;
-
-	if (status_path(real, path, sizeof(path), why != NULL))
-		return;
-	if (!why) {
-		unlink(path);
-		return;
-	}
-	f = fopen_nofollow(path, "w");
-	if (!f)
-		return;
-	fprintf(f, "%s is not served: a successor (pid %d) could not start: %s\n", real,
-		(int)getpid(), why);
-	fclose(f);
-}
-
-int ufs_handover_status_read(const char *mountpoint, char *buf, size_t len)
-{
-	char real[PATH_MAX], path[PATH_MAX + 64];
-	FILE *f;
-	int ret;
-
-	ret = ufs_mount_real_path(mountpoint, real, sizeof(real));
-	if (!ret)
-		ret = status_path(real, path, sizeof(path), false);
-	if (ret)
-		return ret;
-	f = fopen_nofollow(path, "r");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, len, f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return buf[0] ? 0 : -ENOENT;
-}
-
-/* ---- systemd's file descriptor store ---- */
-
-int ufs_fdstore_inherit(struct ufs_inherit *in)
-{
-	char **names = NULL;
-	int n = sd_listen_fds_with_names(1, &names);
-
-	for (int i = 0; i < n; i++) {
-		int fd = SD_LISTEN_FDS_START + i;
-		const char *name = names && names[i] ? names[i] : "";
-
-		if (!strcmp(name, "fuse") && in->fuse_fd < 0)
-			in->fuse_fd = fd;
-		else if (!strcmp(name, "record") && in->record_fd < 0)
-			in->record_fd = fd;
-		else if (!strncmp(name, "dev-", 4) && in->ndev < UFS_INHERIT_DEV_MAX)
-			in->dev_fds[in->ndev++] = fd;
-		else if (!strncmp(name, "ring-", 5) && in->nring < UFS_INHERIT_RING_MAX)
-			in->ring_fds[in->nring++] = fd;
-		else
-			close(fd);
-		if (names)
-			free(names[i]);
-	}
-	free(names);
-	if (in->fuse_fd >= 0 && in->record_fd >= 0) {
-		in->from = UFS_INHERIT_FDSTORE;
-	} else if (n > 0) {
-		/* The connection went (the store drops it when it dies): the rest is stale. */
-		sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=record");
-		for (unsigned int i = 0; i < in->ndev || i < in->nring; i++) {
-			char msg[64];
-
-			snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s-%u",
-				 i < in->ndev ? "dev" : "ring", i);
-			sd_notify(0, msg);
-			if (i < in->ndev && i < in->nring) {
-				snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=ring-%u", i);
-				sd_notify(0, msg);
-			}
-		}
-		ufs_inherit_release(in);
-	}
-	return n < 0 ? n : 0;
-}
-
-static bool fdstore_put(int fd, const char *name);
-
-/*
- * fds as PREFIX-0, PREFIX-1...; a predecessor's beyond them (it had more
- * workers, or another transport) leave the store.
- */
-static void fdstore_named(const int *fds, unsigned int n, const char *prefix, unsigned int had)
-{
-	char name[64];
-
-	for (unsigned int i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%s-%u", prefix, i);
-		fdstore_put(fds[i], name);
-	}
-	for (unsigned int i = n; i < had; i++) {
-		snprintf(name, sizeof(name), "FDSTOREREMOVE=1\nFDNAME=%s-%u", prefix, i);
-		sd_notify(0, name);
-	}
-}
-
-static bool fdstore_put(int fd, const char *name)
-{
-	char msg[64];
-
-	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) > 0)
-		return true;
-	ufs_log_once(UFS_LOG_WARN, "cannot send %s to systemd's file descriptor store: a "
-				   "restart will unmount", name);
-	return false;
-}
-
-void ufs_fdstore_keep(struct ufs_daemon *d)
-{
-	int fds[UFS_INHERIT_DEV_MAX];
-	unsigned int n;
-
-	if (!d->notify.enabled || !ufs_record_kept(&d->record))
-		return;
-	d->stored_fuse = fdstore_put(d->fuse_fd, "fuse") && fdstore_put(d->record.fd, "record");
-	n = ufs_transport_clone_fds(d, fds, UFS_INHERIT_DEV_MAX);
-	fdstore_named(fds, n, "dev", d->inherit.ndev);
-	d->stored_dev = n;
-	n = ufs_transport_ring_fds(d, fds, UFS_INHERIT_DEV_MAX);
-	fdstore_named(fds, n, "ring", d->inherit.nring);
-	d->stored_ring = n;
-}
-
-void ufs_fdstore_forget(struct ufs_daemon *d)
-{
-	if (!d->notify.enabled)
-		return;
-	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
-	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=record");
-	fdstore_named(NULL, 0, "dev", d->stored_dev);
-	fdstore_named(NULL, 0, "ring", d->stored_ring);
 }

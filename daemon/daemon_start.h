@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The daemon's parts made at start-up (main.c's ladder): SOURCE's file
+ * system with its upcalls, the export store, the workers' slots.
+ */
+#ifndef UFS_DAEMON_START_H
+#define UFS_DAEMON_START_H
+
+#include <stdbool.h>
+
+struct ufs_daemon;
+
+/* Open SOURCE (ufs_fs_init) with the file system's upcalls wired to d. */
+int ufs_daemon_fs_open(struct ufs_daemon *d);
+int ufs_daemon_store_open(struct ufs_daemon *d);
+void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
+/* The workers' slots and CPUs, before any starts. */
+int ufs_daemon_workers_alloc(struct ufs_daemon *d);
+
+#endif /* UFS_DAEMON_START_H */
