@@ -17,6 +17,10 @@
  * their next use.  File systems without handles keep a descriptor per inode.
  * An entry that dies leaves its handle in export.c, so the kernel can find
  * the node id again from a file handle (LOOKUP "."): ufs_inode_revive.
+ *
+ * The store's other files: entries found by name (inode_lookup.c), those
+ * that come back from a record (inode_revive.c), file handles and mount
+ * descriptors (inode_handle.c).
  */
 #include <errno.h>
 #include <fcntl.h>
