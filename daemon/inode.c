@@ -18,7 +18,8 @@
  * An entry that dies leaves its handle in export.c, so the kernel can find
  * the node id again from a file handle (LOOKUP "."): ufs_inode_revive.
  *
- * The store's other files: entries found by name (inode_lookup.c), those
+ * The store's other files: entries found (and names removed) by name
+ * (inode_lookup.c), those
  * that come back from a record (inode_revive.c), file handles and mount
  * descriptors (inode_handle.c).
  */
@@ -178,7 +179,7 @@ static bool unpin_locked(struct ufs_inode *inode)
 }
 
 /* Take the descriptor of an unpinned inode away from it; the caller closes it. */
-static int fd_take_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+int ufs_inode_fd_take_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
 	int fd = inode->fd;
 
@@ -280,13 +281,7 @@ void ufs_inode_store_destroy(struct ufs_inode_store *inodes)
 	pthread_mutex_destroy(&inodes->inode_lock);
 }
 
-/*
- * ---- the hand-over record (record.h), under inode_lock ----
- *
- * A node id a successor must resolve is recorded before the reply that
- * gives it to the kernel, with its lookups; inodes without a file handle
- * (and the root and control file, which every daemon makes itself) are not.
- */
+/* Its lookups in its hand-over record (inode_lookup.c says which are recorded). */
 void ufs_inode_record_lookups_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
 	ufs_record_node_lookups(inodes->record, inode->record_slot, inode->nlookup);
@@ -480,7 +475,7 @@ void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 	if (dead)
 		inode_release_locked(inodes, inode);
 	else if (inode->drop_fd && !inode->refs)
-		evict[0] = fd_take_locked(inodes, inode);	/* unlinked meanwhile */
+		evict[0] = ufs_inode_fd_take_locked(inodes, inode);	/* unlinked meanwhile */
 	else
 		ufs_inode_lru_offer_locked(inodes, inode, evict, 2);
 	pthread_mutex_unlock(&inodes->inode_lock);
@@ -512,33 +507,6 @@ int ufs_inode_root_create(struct ufs_inode_store *inodes, int fd, const struct s
 	return 0;
 }
 
-/*
- * A name of the file was removed through the mount.  Our descriptor goes
- * as soon as no request or open file pins the inode: with the last name
- * gone (nlink 0) it alone would keep the file's space in use until
- * FORGET, and NFS, which renames a file still in use to .nfsXXXX instead
- * of removing it (our descriptor is a use), would keep that file.  An
- * inode with a file handle reopens by it if the kernel asks again.
- */
-void ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, nlink_t nlink)
-{
-	struct ufs_inode *inode;
-	int fd = -1;
-
-	pthread_mutex_lock(&inodes->inode_lock);
-	inode = ufs_inode_find_by_key_locked(inodes, dev, ino);
-	if (inode && inode != inodes->root && inode->fd >= 0 && (!nlink || inode->handle)) {
-		if (inode->refs)
-			inode->drop_fd = true;	/* at its last ufs_inode_put */
-		else
-			fd = fd_take_locked(inodes, inode);
-	}
-	pthread_mutex_unlock(&inodes->inode_lock);
-	if (fd >= 0)
-		close(fd);
-}
-
-/* A name of (dev, ino) now lives in parent (RENAME): where to find it again. */
 void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t nlookup)
 {
 	struct ufs_inode *inode;

@@ -2,8 +2,8 @@
 /*
  * The inode store: every inode the kernel knows, found by node id and by
  * backing (st_dev, st_ino), its descriptor, file handle and lookups
- * (inode.c); file handles and mount descriptors (inode_handle.c); revive
- * and restore (inode_revive.c).
+ * (inode.c); entries found by name (inode_lookup.c); file handles and
+ * mount descriptors (inode_handle.c); revive and restore (inode_revive.c).
  */
 #ifndef UFS_INODE_H
 #define UFS_INODE_H
@@ -116,7 +116,6 @@ void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 /* Another reference for something that outlives the request (an open file). */
 void ufs_inode_ref(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t nlookup);
-void ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, nlink_t nlink);
 size_t ufs_inode_count(struct ufs_inode_store *inodes);
 void ufs_inode_export_stats(struct ufs_inode_store *inodes, struct ufs_exports *out);
 /* 0 if the inode is inside SOURCE, else -ENOENT (confine.c) */
@@ -134,6 +133,7 @@ void ufs_inode_unkey_locked(struct ufs_inode_store *inodes, struct ufs_inode *in
 void ufs_inode_lru_offer_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode, int *evict,
 				int nevict);
 void ufs_inode_close_evicted(int *evict, int n);
+int ufs_inode_fd_take_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_record_lookups_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_export_key(const struct ufs_inode *inode, struct ufs_export_key *key);
 

@@ -5,7 +5,8 @@
  * one it has, or its old node id back from the export records), its
  * kernel lookup counted, and where a name last led to it.  Each is written
  * to the hand-over record and the export store before the reply that
- * gives its node id to the kernel.
+ * gives its node id to the kernel.  And a name removed: the entry's
+ * descriptor goes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -213,3 +214,30 @@ void ufs_inode_moved(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, uint6
 	pthread_mutex_unlock(&inodes->inode_lock);
 }
 
+/*
+ * A name of the file was removed through the mount.  Our descriptor goes
+ * as soon as no request or open file pins the inode: with the last name
+ * gone (nlink 0) it alone would keep the file's space in use until
+ * FORGET, and NFS, which renames a file still in use to .nfsXXXX instead
+ * of removing it (our descriptor is a use), would keep that file.  An
+ * inode with a file handle reopens by it if the kernel asks again.
+ */
+void ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, nlink_t nlink)
+{
+	struct ufs_inode *inode;
+	int fd = -1;
+
+	pthread_mutex_lock(&inodes->inode_lock);
+	inode = ufs_inode_find_by_key_locked(inodes, dev, ino);
+	if (inode && inode != inodes->root && inode->fd >= 0 && (!nlink || inode->handle)) {
+		if (inode->refs)
+			inode->drop_fd = true;	/* at its last ufs_inode_put */
+		else
+			fd = ufs_inode_fd_take_locked(inodes, inode);
+	}
+	pthread_mutex_unlock(&inodes->inode_lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A name of (dev, ino) now lives in parent (RENAME): where to find it again. */
