@@ -129,7 +129,8 @@ static void test_copy_drop(void)
 	ok(c.dev == 7 && c.ino == 140 && c.type == S_IFREG && c.parent == 1 && c.mount_fd == 3 &&
 		   c.mount_id == 42,
 	   "with its key, type, parent and mount");
-	ok(c.handle && c.handle->handle_bytes == 8 && !memcmp(c.handle->f_handle, &(uint64_t){ 140 }, 8),
+	ok(c.handle && c.handle->handle_bytes == 8 &&
+		   !memcmp(c.handle->f_handle, &(uint64_t){ 140 }, 8),
 	   "and a copy of its handle");
 	free(c.handle);
 	is_int(ufs_export_copy_locked(&ex, 49, &c), -ESTALE, "no record: ESTALE");
