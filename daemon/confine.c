@@ -12,8 +12,42 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "confine.h"
+#include "confine_memo.h"
 #include "log.h"
+
+int ufs_confine_init(struct ufs_confine *c, int root_fd, int proc_fd, dev_t dev, ino_t ino)
+{
+	char name[32];
+	ssize_t n;
+
+	c->root_fd = root_fd;
+	c->proc_fd = proc_fd;
+	c->root_dev = dev;
+	c->root_ino = ino;
+	c->memo = NULL;
+	snprintf(name, sizeof(name), "%d", root_fd);
+	n = readlinkat(proc_fd, name, c->root_path, sizeof(c->root_path) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	c->root_path[n] = '\0';
+	c->root_path_len = n;
+	return 0;
+}
+
+/* Called once SOURCE's root is open; without the memory, deep checks walk. */
+void ufs_confine_memo_start(struct ufs_confine *c)
+{
+	if (c->root_path_len == 1)
+		return;	/* SOURCE is /: nothing is outside */
+	c->memo = ufs_confine_memo_new(c->root_fd);
+}
+
+void ufs_confine_destroy(struct ufs_confine *c)
+{
+	ufs_confine_memo_free(c->memo);
+	c->memo = NULL;
+}
 
 /*
  * Is the object behind fd inside SOURCE?  A directory renamed out of SOURCE
@@ -21,43 +55,25 @@
  * would reach outside.  The kernel's own spelling of the descriptor's path
  * (/proc/self/fd/N) tells where it is now.  Returns 0 or -ENOENT.
  */
-int ufs_check_beneath_fd(struct ufs_fs *fs, int fd)
+int ufs_check_beneath_fd(const struct ufs_confine *c, int fd)
 {
 	char name[32], path[PATH_MAX];
 	ssize_t n;
 
-	if (fs->root_path_len == 1)
+	if (c->root_path_len == 1)
 		return 0;	/* SOURCE is / */
 	snprintf(name, sizeof(name), "%d", fd);
-	n = readlinkat(fs->proc_fd, name, path, sizeof(path));
+	n = readlinkat(c->proc_fd, name, path, sizeof(path));
 	if (n < 0 && errno == ENAMETOOLONG)
-		return ufs_confine_memo_check(fs, fd);	/* confine_memo.c */
+		return ufs_confine_memo_check(c->memo, fd, c->root_dev, c->root_ino);
 	if (n < 0)
 		return -errno;
-	if ((size_t)n >= fs->root_path_len && !memcmp(path, fs->root_path, fs->root_path_len) &&
-	    ((size_t)n == fs->root_path_len || path[fs->root_path_len] == '/'))
+	if ((size_t)n >= c->root_path_len && !memcmp(path, c->root_path, c->root_path_len) &&
+	    ((size_t)n == c->root_path_len || path[c->root_path_len] == '/'))
 		return 0;
 	ufs_log_once(UFS_LOG_WARN, "refused to reach outside the source directory: %.*s was moved out of it",
 		     (int)n, path);
 	return -ENOENT;
-}
-
-int ufs_inode_check_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
-{
-	if (inode == fs->root || inode->control)
-		return 0;
-	return ufs_check_beneath_fd(fs, inode->fd);
-}
-
-/*
- * A directory moved out of SOURCE stays out of reach through descriptors the
- * clients hold on it: its listing, attributes and extended attributes too,
- * not only the names in it.  Files keep working, as open files would
- * locally wherever they are moved.
- */
-int ufs_inode_dir_beneath(struct ufs_fs *fs, struct ufs_inode *inode)
-{
-	return inode->type == S_IFDIR ? ufs_inode_check_beneath(fs, inode) : 0;
 }
 
 /*

@@ -47,10 +47,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "confine_memo.h"
 #include "log.h"
 
 #ifndef AT_HANDLE_FID
@@ -90,7 +91,7 @@ struct ufs_confine_memo {
  * SOURCE's root (inside) or the file system root (outside).  O(depth)
  * system calls: used only where confine_memo.c cannot remember.
  */
-static int check_beneath_walk(struct ufs_fs *fs, int fd)
+static int check_beneath_walk(int fd, dev_t root_dev, ino_t root_ino)
 {
 	struct stat st, up_st;
 	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), ret = -ENOENT;
@@ -102,7 +103,7 @@ static int check_beneath_walk(struct ufs_fs *fs, int fd)
 			ret = -errno;
 			break;
 		}
-		if (st.st_dev == fs->root->dev && st.st_ino == fs->root->ino) {
+		if (st.st_dev == root_dev && st.st_ino == root_ino) {
 			ret = 0;
 			break;
 		}
@@ -405,9 +406,8 @@ static int walk(struct ufs_confine_memo *m, int fd, struct memo_key **chain, siz
 	return ret;
 }
 
-int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
+int ufs_confine_memo_check(struct ufs_confine_memo *m, int fd, dev_t root_dev, ino_t root_ino)
 {
-	struct ufs_confine_memo *m = fs->confine_memo;
 	struct memo_key *chain;
 	uint64_t moves, resets;
 	size_t n = 1;
@@ -415,11 +415,11 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 	bool hit;
 
 	if (!m)
-		return check_beneath_walk(fs, fd);
+		return check_beneath_walk(fd, root_dev, root_ino);
 	chain = malloc(sizeof(*chain));
 	if (!chain || fd_key(m, fd, &chain[0], &mnt_id) || mnt_id != m->root_mnt_id) {
 		free(chain);
-		return check_beneath_walk(fs, fd);
+		return check_beneath_walk(fd, root_dev, root_ino);
 	}
 	pthread_mutex_lock(&m->lock);
 	drain_locked(m);
@@ -440,7 +440,7 @@ int ufs_confine_memo_check(struct ufs_fs *fs, int fd)
 		pthread_mutex_unlock(&m->lock);
 	}
 	free(chain);
-	return ret == 1 ? check_beneath_walk(fs, fd) : ret;
+	return ret == 1 ? check_beneath_walk(fd, root_dev, root_ino) : ret;
 }
 
 /* Local file systems whose every rename the kernel sees (and reports). */
@@ -499,16 +499,12 @@ static const char *memo_open(struct ufs_confine_memo *m, int root_fd)
 }
 
 /* Called once SOURCE's root is open; without the memory, deep checks walk. */
-void ufs_confine_memo_init(struct ufs_fs *fs)
+struct ufs_confine_memo *ufs_confine_memo_new(int root_fd)
 {
 	struct ufs_confine_memo *m = calloc(1, sizeof(*m));
 	const char *why = m ? NULL : "out of memory";
 
-	if (fs->root_path_len == 1) {
-		free(m);
-		return;	/* SOURCE is /: nothing is outside (confine.c) */
-	}
-	if (m && !(why = memo_open(m, fs->root_fd))) {
+	if (m && !(why = memo_open(m, root_fd))) {
 		m->nslots = 64;
 		m->slots = calloc(m->nslots, sizeof(*m->slots));
 		if (!m->slots) {
@@ -520,21 +516,18 @@ void ufs_confine_memo_init(struct ufs_fs *fs)
 		ufs_log(UFS_LOG_INFO,
 			"confine: directories deeper than PATH_MAX are walked up on every check (%s)", why);
 		free(m);
-		return;
+		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	reset_locked(m);
 	m->resets = 0;
-	fs->confine_memo = m;
+	return m;
 }
 
-void ufs_confine_memo_destroy(struct ufs_fs *fs)
+void ufs_confine_memo_free(struct ufs_confine_memo *m)
 {
-	struct ufs_confine_memo *m = fs->confine_memo;
-
 	if (!m)
 		return;
-	fs->confine_memo = NULL;
 	close(m->fan_fd);
 	pthread_mutex_destroy(&m->lock);
 	free(m->slots);

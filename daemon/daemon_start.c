@@ -68,14 +68,14 @@ int ufs_daemon_store_open(struct ufs_daemon *d)
 
 	if (!d->cfg.export_store[0])
 		return 0;
-	if (!d->fs.handles || !d->fs.exports.limit) {
+	if (!d->fs.inodes.handles.usable || !d->fs.inodes.exports.limit) {
 		ufs_warn("export_store: %s: file handles will not outlive this daemon",
-			 !d->fs.handles ? "SOURCE gives no file handles (inode_handles)"
-					: "export_support is off or export_inodes is 0");
+			 !d->fs.inodes.handles.usable ? "SOURCE gives no file handles (inode_handles)"
+						      : "export_support is off or export_inodes is 0");
 		return 0;
 	}
-	ret = ufs_store_open(&d->store, d->cfg.export_store, d->fs.root_fd, d->fs.exports.limit,
-			     why, sizeof(why));
+	ret = ufs_store_open(&d->store, d->cfg.export_store, d->fs.confine.root_fd,
+			     d->fs.inodes.exports.limit, why, sizeof(why));
 	if (ret == -EBUSY) {
 		/* Not a reason to stop the start: this mount just keeps no handles. */
 		ufs_warn("export_store refused, file handles will not outlive this daemon: %s",
@@ -106,16 +106,16 @@ void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited)
 	gen = s->fd >= 0 ? s->generation : ufs_store_random_generation();
 
 	for (size_t i = 0; i < s->nloaded; i++) {
-		if (!ufs_inode_restore(&d->fs, 0, &s->loaded[i]))
+		if (!ufs_inode_restore(&d->fs.inodes, 0, &s->loaded[i]))
 			kept++;
 	}
 	if (s->fd >= 0) {
-		d->fs.store = s;
+		d->fs.inodes.store = s;
 		ufs_info("export store %s: %u node ids of earlier daemons kept, generation %llu",
 			 d->cfg.export_store, kept, (unsigned long long)gen);
 	}
 	ufs_store_loaded_free(s);
-	ufs_inode_restore_done(&d->fs, gen << UFS_STORE_GEN_SHIFT | (FUSE_ROOT_ID + 1));
+	ufs_inode_restore_done(&d->fs.inodes, gen << UFS_STORE_GEN_SHIFT | (FUSE_ROOT_ID + 1));
 }
 
 /* The workers' slots and CPUs, before any starts. */

@@ -121,7 +121,7 @@ void ufs_req_done(struct ufs_req *req, ssize_t res)
 	struct ufs_stats *st = req_stats(req);
 
 	if (req->inode) {
-		ufs_inode_put(req->fs, req->inode);
+		ufs_inode_put(&req->fs->inodes, req->inode);
 		req->inode = NULL;
 	}
 	/* The kernel refuses errors outside -511..-1; never send one. */
@@ -196,9 +196,9 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 		return;
 	}
 	if (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_INODE) {
-		req->inode = ufs_inode_get(fs, req->in->nodeid);
+		req->inode = ufs_inode_get(&fs->inodes, req->in->nodeid);
 		if (!req->inode && is_export_lookup(req))
-			req->inode = ufs_inode_revive(fs, req->in->nodeid);
+			req->inode = ufs_inode_revive(&fs->inodes, req->in->nodeid);
 		if (!req->inode) {
 			ufs_log_once(UFS_LOG_WARN, "%s for nodeid=%llu, unknown or unlinked: ESTALE",
 				     ufs_opcode_name(req->in->opcode),

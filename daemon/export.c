@@ -15,14 +15,16 @@
  * export_inodes: beyond it the oldest go, and their handles get ESTALE.
  * A record keeps the dead inode's hand-over record (record.h), marked
  * exported, so a successor can revive it too; the two go together.
- * Everything here runs under fs->inode_lock.
+ * Everything here runs under the inode store's inode_lock.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "export.h"
+#include "hash.h"
+#include "record.h"
 
 #define EXPORT_MIN_BUCKETS 1024
 
@@ -32,7 +34,7 @@ struct ufs_export {
 	ino_t ino;
 	mode_t type;
 	uint64_t parent;			/* where a non-directory is found again */
-	int mount_fd;				/* not owned: fs->mount_fds */
+	int mount_fd;				/* not owned: the store's mount descriptors */
 	int mount_id;
 	uint32_t record_slot;			/* its hand-over record (the inode's) */
 	struct ufs_export *next_by_id, *next_by_key;
@@ -136,7 +138,7 @@ static void unlink_record(struct ufs_exports *ex, struct ufs_export *e)
  * A dying inode leaves its record.  Only inodes that still own their key
  * (the file existed when last seen) and have a file handle qualify.
  */
-void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_inode *inode)
+void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_export_key *inode)
 {
 	struct ufs_export *e = NULL;
 

@@ -12,24 +12,6 @@
 
 #include "fs.h"
 
-static int root_path_read(struct ufs_fs *fs)
-{
-	char name[32];
-	ssize_t n;
-
-	snprintf(name, sizeof(name), "%d", fs->root_fd);
-	n = readlinkat(fs->proc_fd, name, fs->root_path, sizeof(fs->root_path) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -EINVAL;
-	fs->root_path[n] = '\0';
-	fs->root_path_len = n;
-	return 0;
-}
-
-/*
- * Opens SOURCE and the inode store.  Returns 0 or a negative errno; on
- * failure nothing needs undoing.
- */
 /* The descriptor limit the budget shares out (raised to the hard limit by then). */
 static unsigned long nofile_limit(void)
 {
@@ -40,52 +22,56 @@ static unsigned long nofile_limit(void)
 	return rl.rlim_cur;
 }
 
+/*
+ * Opens SOURCE and the inode store.  Returns 0 or a negative errno; on
+ * failure nothing needs undoing.
+ */
 int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source)
 {
+	int proc_fd, root_fd;
 	struct stat st;
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
 	fs->dev_fd = -1;
 	fs->cfg = cfg;
-	fs->inode_release = ufs_lock_release_all;
 	fs->running_as_root = geteuid() == 0;
 
-	fs->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fs->proc_fd < 0)
+	proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proc_fd < 0)
 		return -errno;
-	fs->root_fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fs->root_fd < 0) {
+	root_fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0) {
 		ret = -errno;
 		goto err_close_proc;
 	}
-	if (fstatat(fs->root_fd, "", &st, AT_EMPTY_PATH) < 0) {
+	if (fstatat(root_fd, "", &st, AT_EMPTY_PATH) < 0) {
 		ret = -errno;
 		goto err_close_root;
 	}
-	ret = root_path_read(fs);
+	ret = ufs_confine_init(&fs->confine, root_fd, proc_fd, st.st_dev, st.st_ino);
 	if (ret)
 		goto err_close_root;
-	ret = ufs_inode_table_init(fs);
+	ret = ufs_inode_store_init(&fs->inodes, cfg, &fs->confine, ufs_lock_release_all);
 	if (ret)
 		goto err_close_root;
 	ret = ufs_file_table_init(fs);
 	if (ret)
 		goto err_inodes;
 	/* From here the root inode owns root_fd. */
-	ret = ufs_inode_root_create(fs, fs->root_fd, &st);
+	ret = ufs_inode_root_create(&fs->inodes, root_fd, &st);
 	if (ret)
 		goto err_files;
-	ret = ufs_inode_handles_init(fs);
+	ret = ufs_inode_handles_probe(&fs->inodes.handles);
 	if (!ret)
 		ret = ufs_control_init(fs);
 	if (ret) {
 		ufs_file_table_destroy(fs);
-		ufs_inode_table_destroy(fs);	/* closes root_fd with the root inode */
-		close(fs->proc_fd);
+		ufs_inode_store_destroy(&fs->inodes);	/* closes root_fd with the root inode */
+		close(proc_fd);
 		return ret;
 	}
-	ufs_confine_memo_init(fs);
+	ufs_confine_memo_start(&fs->confine);
 	ufs_budget_init(&fs->budget, cfg->open_fds_per_user, nofile_limit());
 	ufs_interrupts_init(&fs->interrupts);
 	ufs_waits_init(&fs->waits, &fs->interrupts);
@@ -95,11 +81,11 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 err_files:
 	ufs_file_table_destroy(fs);
 err_inodes:
-	ufs_inode_table_destroy(fs);
+	ufs_inode_store_destroy(&fs->inodes);
 err_close_root:
-	close(fs->root_fd);
+	close(root_fd);
 err_close_proc:
-	close(fs->proc_fd);
+	close(proc_fd);
 	return ret;
 }
 
@@ -114,9 +100,16 @@ int ufs_fs_reopen_proc(struct ufs_fs *fs)
 
 	if (fd < 0)
 		return -errno;
-	close(fs->proc_fd);
-	fs->proc_fd = fd;
+	close(fs->confine.proc_fd);
+	fs->confine.proc_fd = fd;
 	return 0;
+}
+
+/* Node records (the inode store, the export records) and file records alike. */
+void ufs_fs_set_record(struct ufs_fs *fs, struct ufs_record *record)
+{
+	fs->record = record;
+	ufs_inode_set_record(&fs->inodes, record);
 }
 
 void ufs_fs_destroy(struct ufs_fs *fs)
@@ -131,9 +124,9 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);
 	ufs_file_table_destroy(fs);
-	ufs_inode_table_destroy(fs);
-	ufs_confine_memo_destroy(fs);
-	close(fs->proc_fd);
+	ufs_inode_store_destroy(&fs->inodes);
+	ufs_confine_destroy(&fs->confine);
+	close(fs->confine.proc_fd);
 	ufs_budget_destroy(&fs->budget);
 }
 

@@ -26,7 +26,7 @@ int ufs_control_init(struct ufs_fs *fs)
 	if (!fs->cfg->stats_file[0])
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &fs->control_time);
-	if (ufs_inode_find_or_insert(fs, -1, &st, FUSE_ROOT_ID, &inode))
+	if (ufs_inode_find_or_insert(&fs->inodes, -1, &st, FUSE_ROOT_ID, &inode))
 		return -ENOMEM;
 	inode->control = 1;
 	inode->nlookup = 0;	/* only the kernel's lookups count */
@@ -36,15 +36,15 @@ int ufs_control_init(struct ufs_fs *fs)
 
 bool ufs_is_control_name(struct ufs_fs *fs, const struct ufs_inode *parent, const char *name)
 {
-	return fs->control && parent == fs->root && !strcmp(name, fs->cfg->stats_file);
+	return fs->control && parent == fs->inodes.root && !strcmp(name, fs->cfg->stats_file);
 }
 
 /* The control inode with one more kernel reference, for a LOOKUP reply. */
 struct ufs_inode *ufs_control_inode(struct ufs_fs *fs)
 {
-	pthread_mutex_lock(&fs->inode_lock);
+	pthread_mutex_lock(&fs->inodes.inode_lock);
 	fs->control->nlookup++;
-	pthread_mutex_unlock(&fs->inode_lock);
+	pthread_mutex_unlock(&fs->inodes.inode_lock);
 	return fs->control;
 }
 
@@ -73,7 +73,7 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 	file = ufs_file_new(req->inode, -1, O_RDONLY);
 	if (!file)
 		return -ENOMEM;
-	ufs_inode_ref(fs, req->inode);
+	ufs_inode_ref(&fs->inodes, req->inode);
 	if (fs->control_snapshot)
 		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
 	ret = ufs_file_register(fs, file, &fh);

@@ -36,7 +36,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
-	ret = ufs_inode_dir_beneath(fs, req->inode);
+	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
 		return ret;
 	/* A directory stream holds a descriptor: the caller's (budget.h). */
@@ -57,7 +57,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	file->is_dir = true;
 	file->uid = req->in->uid;
 	file->charged = true;
-	ufs_inode_ref(fs, req->inode);
+	ufs_inode_ref(&fs->inodes, req->inode);
 	ufs_file_pin(fs, file, false);
 	ret = ufs_file_register(fs, file, &fh);
 	if (ret) {
@@ -180,14 +180,14 @@ static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
 	const struct fuse_read_in *in = req->args.op;
 	struct ufs_file *dir = ufs_file_lookup(fs, in->fh);
 	size_t cap = in->size < req->out_cap ? in->size : req->out_cap;
-	bool at_root = req->inode == fs->root && fs->control;
+	bool at_root = req->inode == fs->inodes.root && fs->control;
 	uint8_t *out = req->out;
 	size_t used = 0;
 	int ret;
 
 	if (!dir || !dir->is_dir)
 		return -EBADF;
-	ret = ufs_inode_dir_beneath(fs, req->inode);
+	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&dir->dir_lock);

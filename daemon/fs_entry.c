@@ -40,7 +40,7 @@ static ssize_t lookup_self(struct ufs_fs *fs, struct ufs_inode *inode, struct fu
 		if (ret)
 			return ret;
 	}
-	ufs_inode_add_lookup(fs, inode);
+	ufs_inode_add_lookup(&fs->inodes, inode);
 	ufs_fill_entry(fs, e, inode, &st);
 	return sizeof(*e);
 }
@@ -69,7 +69,7 @@ ssize_t ufs_op_forget(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_forget_in *in = req->args.op;
 
-	ufs_inode_forget(fs, req->in->nodeid, in->nlookup);
+	ufs_inode_forget(&fs->inodes, req->in->nodeid, in->nlookup);
 	return 0;
 }
 
@@ -79,7 +79,7 @@ ssize_t ufs_op_batch_forget(struct ufs_fs *fs, struct ufs_req *req)
 		struct fuse_forget_one one;
 
 		memcpy(&one, &req->args.forgets[i], sizeof(one));
-		ufs_inode_forget(fs, one.nodeid, one.nlookup);
+		ufs_inode_forget(&fs->inodes, one.nodeid, one.nlookup);
 	}
 	return 0;
 }
@@ -96,7 +96,7 @@ ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
 		ufs_fill_attr_out(fs, req->out, req->inode, &st);
 		return sizeof(struct fuse_attr_out);
 	}
-	ret = ufs_inode_dir_beneath(fs, req->inode);
+	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
 		return ret;
 	if (in->getattr_flags & FUSE_GETATTR_FH)
@@ -163,7 +163,7 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (inode->control)
 		return -EPERM;
-	ret = ufs_inode_dir_beneath(fs, inode);
+	ret = ufs_inode_dir_beneath(&fs->inodes, inode);
 	if (ret)
 		return ret;
 	if (valid & FATTR_FH)
@@ -178,7 +178,7 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 		/* chmod of a symlink is refused by Linux; the kernel never asks. */
 		if (inode->type == S_IFLNK)
 			return -EOPNOTSUPP;
-		if (fchmodat(fs->proc_fd, name, in->mode & 07777, 0))
+		if (fchmodat(fs->confine.proc_fd, name, in->mode & 07777, 0))
 			return -errno;
 	}
 	if (valid & (FATTR_UID | FATTR_GID)) {
@@ -254,7 +254,7 @@ static int parent_check(struct ufs_fs *fs, struct ufs_inode *parent, const char 
 		return -ENOTDIR;
 	if (ufs_is_control_name(fs, parent, name))
 		return -EPERM;
-	return ufs_inode_check_beneath(fs, parent);
+	return ufs_inode_check_beneath(&fs->inodes, parent);
 }
 
 ssize_t ufs_op_mknod(struct ufs_fs *fs, struct ufs_req *req)
@@ -326,11 +326,11 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 	ret = parent_check(fs, req->inode, req->args.name);
 	if (ret)
 		return ret;
-	target = ufs_inode_get(fs, in->oldnodeid);
+	target = ufs_inode_get(&fs->inodes, in->oldnodeid);
 	if (!target)
 		return -ESTALE;
 	if (target->control) {
-		ufs_inode_put(fs, target);
+		ufs_inode_put(&fs->inodes, target);
 		return -EPERM;
 	}
 	/*
@@ -342,11 +342,11 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 	 */
 	ret = ufs_proc_name(target, name, sizeof(name));
 	if (!ret)
-		ret = linkat(fs->proc_fd, name, req->inode->fd, req->args.name, AT_SYMLINK_FOLLOW)
+		ret = linkat(fs->confine.proc_fd, name, req->inode->fd, req->args.name, AT_SYMLINK_FOLLOW)
 			      ? -errno : 0;
 	st.st_dev = target->dev;
 	st.st_ino = target->ino;
-	ufs_inode_put(fs, target);
+	ufs_inode_put(&fs->inodes, target);
 	return reply_new_entry(fs, req, ret, 0, &st);
 }
 
@@ -371,7 +371,7 @@ static void release_held(struct ufs_fs *fs, int held, bool removed)
 	if (held < 0)
 		return;
 	if (removed && !fstat(held, &st) && !S_ISDIR(st.st_mode))
-		ufs_inode_unlinked(fs, st.st_dev, st.st_ino, st.st_nlink);
+		ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
 	close(held);
 }
 
@@ -406,9 +406,9 @@ static void note_moved(struct ufs_fs *fs, struct ufs_inode *dir, const char *nam
 {
 	struct stat st;
 
-	if (fs->exports.limit && !fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	if (fs->inodes.exports.limit && !fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
 	    !S_ISDIR(st.st_mode))
-		ufs_inode_moved(fs, st.st_dev, st.st_ino, dir->nodeid);
+		ufs_inode_moved(&fs->inodes, st.st_dev, st.st_ino, dir->nodeid);
 }
 
 static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir_id,
@@ -423,7 +423,7 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 	ret = parent_check(fs, req->inode, req->args.name);
 	if (ret)
 		return ret;
-	newdir = ufs_inode_get(fs, newdir_id);
+	newdir = ufs_inode_get(&fs->inodes, newdir_id);
 	if (!newdir)
 		return -ESTALE;
 	ret = parent_check(fs, newdir, req->args.name2);
@@ -443,7 +443,7 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 		if (!ret && req->inode != newdir && (flags & RENAME_EXCHANGE))
 			note_moved(fs, req->inode, req->args.name);
 	}
-	ufs_inode_put(fs, newdir);
+	ufs_inode_put(&fs->inodes, newdir);
 	return ret == -ENOENT && req->replay ? 0 : ret;	/* renamed before a crash */
 }
 
@@ -467,7 +467,7 @@ ssize_t ufs_op_statfs(struct ufs_fs *fs, struct ufs_req *req)
 	struct statfs sf;
 
 	(void)fs;
-	if (fstatfs(req->inode->control ? fs->root_fd : req->inode->fd, &sf))
+	if (fstatfs(req->inode->control ? fs->confine.root_fd : req->inode->fd, &sf))
 		return -errno;
 	memset(out, 0, sizeof(*out));
 	out->st.blocks = sf.f_blocks;
@@ -496,7 +496,7 @@ ssize_t ufs_op_access(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	/* AT_EACCESS: check with the fs identity we just took, not the real one. */
-	ret = faccessat(fs->proc_fd, name, in->mask, AT_EACCESS) ? -errno : 0;
+	ret = faccessat(fs->confine.proc_fd, name, in->mask, AT_EACCESS) ? -errno : 0;
 	ufs_creds_leave(&creds);
 	return ret;
 }
@@ -547,7 +547,7 @@ ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 	if (req->inode->control) {
 		control_statx(fs, &stx);
 	} else {
-		int ret = ufs_inode_dir_beneath(fs, req->inode);
+		int ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 
 		if (ret)
 			return ret;
@@ -590,7 +590,7 @@ ssize_t ufs_op_syncfs(struct ufs_fs *fs, struct ufs_req *req)
 
 	(void)req;
 	/* syncfs() refuses O_PATH descriptors. */
-	fd = ufs_reopen(fs, fs->root, O_RDONLY | O_DIRECTORY);
+	fd = ufs_reopen(fs, fs->inodes.root, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd;
 	ret = syncfs(fd) ? -errno : 0;

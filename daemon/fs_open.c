@@ -59,7 +59,8 @@ static uint32_t open_reply_flags(struct ufs_fs *fs)
  */
 static unsigned int open_cost(struct ufs_fs *fs)
 {
-	return fs->handles ? 2 : 1;	/* its own descriptor, and its inode's (ufs_file_pin) */
+	/* its own descriptor, and its inode's (ufs_file_pin) */
+	return fs->inodes.handles.usable ? 2 : 1;
 }
 
 static int open_charge(struct ufs_fs *fs, struct ufs_req *req)
@@ -129,7 +130,7 @@ static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 	}
 	file->uid = req->in->uid;
 	file->charged = true;
-	ufs_inode_ref(fs, inode);
+	ufs_inode_ref(&fs->inodes, inode);
 	ufs_file_pin(fs, file, open_cost(fs) > 1);
 	return open_reply(fs, req, file, out);
 }
@@ -247,7 +248,7 @@ static int create_open_existing(struct ufs_fs *fs, struct ufs_inode *parent, con
 		fd = S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
 	} else {
 		snprintf(proc, sizeof(proc), "%d", pfd);
-		fd = ufs_open_noatime(fs, fs->proc_fd, proc, flags | O_CLOEXEC, 0);
+		fd = ufs_open_noatime(fs, fs->confine.proc_fd, proc, flags | O_CLOEXEC, 0);
 	}
 	close(pfd);
 	return fd;
@@ -263,10 +264,10 @@ static int inode_for_fd(struct ufs_fs *fs, int fd, struct stat *st, uint64_t par
 	if (fstat(fd, st))
 		return -errno;
 	snprintf(proc, sizeof(proc), "%d", fd);
-	pfd = openat(fs->proc_fd, proc, O_PATH | O_CLOEXEC);
+	pfd = openat(fs->confine.proc_fd, proc, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
-	return ufs_inode_find_or_insert(fs, pfd, st, parent, out);
+	return ufs_inode_find_or_insert(&fs->inodes, pfd, st, parent, out);
 }
 
 /*
@@ -308,7 +309,7 @@ static ssize_t create_reply(struct ufs_fs *fs, struct ufs_req *req, int fd, int 
 	}
 	ret = open_file(fs, req, inode, fd, flags, &out->open);
 	if (ret) {
-		ufs_inode_forget(fs, inode->nodeid, 1);
+		ufs_inode_forget(&fs->inodes, inode->nodeid, 1);
 		goto undo;
 	}
 	/* After the open: a writable passthrough open makes them uncacheable. */
@@ -326,7 +327,7 @@ static int parent_dir_check(struct ufs_fs *fs, struct ufs_inode *parent, const c
 		return -ENOTDIR;
 	if (name && ufs_is_control_name(fs, parent, name))
 		return -EEXIST;
-	return ufs_inode_check_beneath(fs, parent);
+	return ufs_inode_check_beneath(&fs->inodes, parent);
 }
 
 ssize_t ufs_op_create(struct ufs_fs *fs, struct ufs_req *req)

@@ -53,7 +53,7 @@ int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_PATH);
 	if (inode->type == S_IFDIR)
 		flags |= O_DIRECTORY;
-	return ufs_open_noatime(fs, fs->proc_fd, name, flags | O_CLOEXEC, 0);
+	return ufs_open_noatime(fs, fs->confine.proc_fd, name, flags | O_CLOEXEC, 0);
 }
 
 /*
@@ -226,7 +226,7 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 		ufs_fill_entry(fs, e, inode, &st);
 		return 0;
 	}
-	if (!strcmp(name, "..") && parent == fs->root)
+	if (!strcmp(name, "..") && parent == fs->inodes.root)
 		name = ".";
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -241,14 +241,14 @@ int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
 	 */
 	ret = stat_fd(fd, &st);
 	if (!ret)
-		ret = S_ISDIR(st.st_mode) ? ufs_check_beneath_fd(fs, fd) :
-					    ufs_inode_check_beneath(fs, parent);
+		ret = S_ISDIR(st.st_mode) ? ufs_check_beneath_fd(&fs->confine, fd) :
+					    ufs_inode_check_beneath(&fs->inodes, parent);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	/* Where a handle finds it again (export.c); "." and ".." name no new place. */
-	ret = ufs_inode_find_or_insert(fs, fd, &st,
+	ret = ufs_inode_find_or_insert(&fs->inodes, fd, &st,
 				       strcmp(name, ".") && strcmp(name, "..") ? parent->nodeid : 0,
 				       &inode);
 	if (ret)
@@ -285,7 +285,7 @@ int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_in
 		return 0;
 	if (ufs_proc_name(inode, name, sizeof(name)))
 		return -EBADF;
-	if (fchmodat(fs->proc_fd, name, mode & 07777 & ~kill, 0))
+	if (fchmodat(fs->confine.proc_fd, name, mode & 07777 & ~kill, 0))
 		return -errno;
 	ufs_attr_stale(fs, inode);
 	return 0;

@@ -70,7 +70,7 @@ static int xattr_prepare(struct ufs_fs *fs, struct ufs_req *req, char *path, siz
 		return -EOPNOTSUPP;
 	if (req->inode->control)
 		return -ENODATA;
-	ret = ufs_inode_dir_beneath(fs, req->inode);
+	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
 		return ret;
 	return xattr_path(req->inode, path, len);

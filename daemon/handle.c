@@ -234,7 +234,7 @@ void ufs_file_pin(struct ufs_fs *fs, struct ufs_file *file, bool prepaid)
 	struct ufs_inode *inode = file->inode;
 	bool pays = false;
 
-	if (!fs->handles || inode->control) {
+	if (!fs->inodes.handles.usable || inode->control) {
 		if (prepaid)
 			ufs_budget_uncharge(&fs->budget, file->uid, 1);
 		return;
@@ -291,6 +291,6 @@ void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file)
 	free(file->dir_buf);
 	free(file->control_text);
 	pthread_mutex_destroy(&file->dir_lock);
-	ufs_inode_put(fs, file->inode);
+	ufs_inode_put(&fs->inodes, file->inode);
 	free(file);
 }

@@ -112,7 +112,7 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	}
 	d->fuse_fd = d->mnt.fd;
 	/* A successor finds every node id by its file handle: none, no hand-over. */
-	if (d->cfg.handover && !d->fs.handles) {
+	if (d->cfg.handover && !d->fs.inodes.handles.usable) {
 		ufs_warn("handover: %s gives no file handles (inode_handles): a successor could "
 			 "not find its files again, so this mount goes with its daemon", d->source);
 	} else if (d->cfg.handover) {
@@ -121,7 +121,7 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 		if (ret)
 			fprintf(stderr, "uringfs: hand-over record: %s; handover is off\n",
 				strerror(-ret));
-		d->fs.record = d->fs.exports.record = &d->record;
+		ufs_fs_set_record(&d->fs, &d->record);
 	}
 	if (!d->foreground && (ufs_process_detach(ready_fd) || ufs_fs_reopen_proc(&d->fs))) {
 		fprintf(stderr, "uringfs: cannot detach: %m\n");

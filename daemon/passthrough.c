@@ -92,7 +92,7 @@ static void state_lost_capability(struct ufs_fs *fs)
 enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd, const char **why)
 {
 	/* A directory passes the capability check and fails after it (EISDIR). */
-	struct fuse_backing_map map = { .fd = fs->root_fd };
+	struct fuse_backing_map map = { .fd = fs->confine.root_fd };
 	int ret;
 
 	fs->dev_fd = dev_fd;

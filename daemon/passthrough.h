@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "io_mode.h"
+
 struct ufs_fs;
 struct ufs_file;
 struct ufs_req;
@@ -23,21 +25,6 @@ enum ufs_passthrough_state {
 	UFS_PT_OFF, /* not negotiated, or switched off by the settings */
 	UFS_PT_ON,
 	UFS_PT_EPERM, /* negotiated, but BACKING_OPEN needs CAP_SYS_ADMIN */
-};
-
-/* The data path an inode's opens take (inode->io_mode, file->io_mode). */
-enum ufs_io_mode {
-	UFS_IO_NONE, /* no open counted */
-	UFS_IO_DAEMON, /* READ/WRITE come to the daemon: copy or zero copy */
-	UFS_IO_PASSTHROUGH, /* the kernel does them on inode->backing_id */
-};
-
-/* What an inode's backing file system is (inode->backing_fs). */
-enum ufs_backing_fs {
-	UFS_BACKING_UNKNOWN, /* not opened yet */
-	UFS_BACKING_LOCAL, /* ext4, xfs, btrfs, tmpfs...: close(2) does nothing there */
-	UFS_BACKING_OTHER, /* NFS and the rest: FLUSH is kept */
-	UFS_BACKING_PSEUDO, /* proc, sysfs...: never passed through */
 };
 
 /* Why an open that could have been passed through was not (stats). */

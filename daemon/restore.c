@@ -126,12 +126,12 @@ static int restore_nodes(struct ufs_daemon *d, char *why, size_t len)
 
 		if (!n.nodeid)
 			continue;
-		if (ufs_inode_restore(&d->fs, i + 1, &n))
+		if (ufs_inode_restore(&d->fs.inodes, i + 1, &n))
 			lost++;
 		else
 			restored++;
 	}
-	ufs_inode_restore_done(&d->fs, r->hdr->next_nodeid);
+	ufs_inode_restore_done(&d->fs.inodes, r->hdr->next_nodeid);
 	if (lost)
 		ufs_warn("take-over: %u node ids could not be restored: the kernel gets ESTALE "
 			 "for them", lost);
@@ -164,7 +164,7 @@ static int file_fd(struct ufs_daemon *d, uint32_t index, struct ufs_inode *inode
 static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_record_file *f)
 {
 	struct ufs_fs *fs = &d->fs;
-	struct ufs_inode *inode = ufs_inode_get(fs, f->nodeid);
+	struct ufs_inode *inode = ufs_inode_get(&fs->inodes, f->nodeid);
 	struct ufs_file *file;
 	int fd = -1, ret;
 
@@ -174,7 +174,7 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 		fd = file_fd(d, index, inode, f);
 		/* A passed-through file's I/O is the kernel's: its RELEASE still needs it here. */
 		if (fd < 0 && f->io_mode != UFS_IO_PASSTHROUGH) {
-			ufs_inode_put(fs, inode);
+			ufs_inode_put(&fs->inodes, inode);
 			return fd;
 		}
 	}
@@ -182,7 +182,7 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 	if (!file) {
 		if (fd >= 0)
 			close(fd);
-		ufs_inode_put(fs, inode);
+		ufs_inode_put(&fs->inodes, inode);
 		return -ENOMEM;
 	}
 	file->is_dir = f->kind == UFS_RECORD_DIR;
@@ -247,8 +247,7 @@ int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 	d->fuse_fd = in->fuse_fd;
 	d->mnt.fd = in->fuse_fd;
 	in->fuse_fd = -1;
-	d->fs.record = &d->record;
-	d->fs.exports.record = &d->record;
+	ufs_fs_set_record(&d->fs, &d->record);
 	if (ufs_passthrough_start(&d->fs, d->fuse_fd, &pt_why) != UFS_PT_ON &&
 	    d->conn.passthrough)
 		ufs_info("passthrough: off (%s)", pt_why);

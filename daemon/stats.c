@@ -116,8 +116,8 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "restarts", ufs_record_kept(&d->record) ?
 		__atomic_load_n(&d->record.hdr->restarts, __ATOMIC_RELAXED) : 0);
 	put_u64(f, "requests_replayed", total.requests_replayed);
-	put_u64(f, "inodes", ufs_inode_count(&d->fs));
-	ufs_inode_export_stats(&d->fs, &exports);
+	put_u64(f, "inodes", ufs_inode_count(&d->fs.inodes));
+	ufs_inode_export_stats(&d->fs.inodes, &exports);
 	put_u64(f, "export_nodeids", exports.count);
 	put_u64(f, "export_revived", exports.revived);
 	put_u64(f, "export_stale", exports.stale);
