@@ -84,6 +84,7 @@ struct ufs_inode {
 struct ufs_export;
 struct ufs_exports {
 	struct ufs_record *record;	/* where records are kept for a successor */
+	pthread_mutex_t *lock;		/* the inode store's, which its callers hold */
 	struct ufs_export **by_id, **by_key;
 	size_t buckets, count;
 	unsigned int limit;		/* export_inodes; 0 keeps none */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "lockdep.h"
 #include "log.h"
 #include "store.h"
 
@@ -77,6 +78,7 @@ static bool lru_linked(const struct ufs_fs *fs, const struct ufs_inode *inode)
 
 static void lru_remove(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (!lru_linked(fs, inode))
 		return;
 	if (inode->lru_prev)
@@ -92,6 +94,7 @@ static void lru_remove(struct ufs_fs *fs, struct ufs_inode *inode)
 
 static void lru_add(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	UFS_BUG_ON(lru_linked(fs, inode) || inode->refs || !inode->handle || inode->fd < 0);
 	inode->lru_prev = fs->lru_tail;
 	inode->lru_next = NULL;
@@ -109,6 +112,7 @@ static void lru_add(struct ufs_fs *fs, struct ufs_inode *inode)
  */
 static int lru_evict_one(struct ufs_fs *fs)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	struct ufs_inode *victim = fs->lru_head;
 	int fd;
 
@@ -129,6 +133,7 @@ static int lru_evict_one(struct ufs_fs *fs)
  */
 static void lru_offer(struct ufs_fs *fs, struct ufs_inode *inode, int *evict, int nevict)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	int i = 0;
 
 	if (inode->refs || !inode->handle || inode->fd < 0)
@@ -140,14 +145,16 @@ static void lru_offer(struct ufs_fs *fs, struct ufs_inode *inode, int *evict, in
 
 static void pin_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (inode->refs++ == 0)
 		lru_remove(fs, inode);
 	UFS_BUG_ON(!inode->refs || lru_linked(fs, inode));
 }
 
 /* Returns whether that was the last pin. */
-static bool unpin_locked(struct ufs_inode *inode)
+static bool unpin_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	UFS_BUG_ON(!inode->refs);
 	return --inode->refs == 0;
 }
@@ -155,6 +162,7 @@ static bool unpin_locked(struct ufs_inode *inode)
 /* Take the descriptor of an unpinned inode away from it; the caller closes it. */
 static int fd_take_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	int fd = inode->fd;
 
 	lru_remove(fs, inode);
@@ -381,12 +389,14 @@ void ufs_inode_table_destroy(struct ufs_fs *fs)
  */
 static void record_lookups(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	ufs_record_node_lookups(fs->record, inode->record_slot, inode->nlookup);
 }
 
 /* Its node id to the export store (store.h) as well, before the reply. */
 static void store_note(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (inode->handle)
 		ufs_store_note(fs->store, inode->nodeid, inode->dev, inode->ino, inode->type,
 			       inode->parent, inode->mount_id, inode->handle->handle_type,
@@ -395,6 +405,7 @@ static void store_note(struct ufs_fs *fs, struct ufs_inode *inode)
 
 static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (!inode->handle)
 		return;
 	store_note(fs, inode);
@@ -408,6 +419,7 @@ static void record_add(struct ufs_fs *fs, struct ufs_inode *inode)
 /* Where a name last led to it, in the record too (inode_reopen). */
 static void parent_set_locked(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t parent)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (!parent)
 		return;
 	ufs_record_node_parent(fs->record, inode->record_slot, parent);
@@ -420,6 +432,7 @@ static void parent_set_locked(struct ufs_fs *fs, struct ufs_inode *inode, uint64
 /* A node id from the export records is live again: its record with it. */
 static void record_revived(struct ufs_fs *fs, struct ufs_inode *inode, uint32_t slot)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	/* From the export store (no hand-over record yet): a new one, and the store's again. */
 	if (!slot) {
 		record_add(fs, inode);
@@ -433,6 +446,7 @@ static void record_revived(struct ufs_fs *fs, struct ufs_inode *inode, uint32_t 
 
 static uint64_t nodeid_new_locked(struct ufs_fs *fs)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	uint64_t nodeid = fs->next_nodeid++;
 
 	ufs_record_next_nodeid(fs->record, fs->next_nodeid);
@@ -516,6 +530,7 @@ static void table_grow(struct ufs_fs *fs)
 /* A new entry joins both indexes. */
 static void table_insert_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	if (fs->inode_count >= fs->buckets)
 		table_grow(fs);
 	table_link(fs, inode);
@@ -586,6 +601,7 @@ static bool inode_unused(const struct ufs_inode *inode)
 /* A dead inode leaves the tables; its handle stays behind in export.c. */
 static void inode_release_locked(struct ufs_fs *fs, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&fs->inode_lock);
 	ufs_export_keep_locked(&fs->exports, inode);
 	table_unlink(fs, inode);
 	lru_remove(fs, inode);
@@ -602,7 +618,7 @@ void ufs_inode_put(struct ufs_fs *fs, struct ufs_inode *inode)
 	if (!inode)
 		return;
 	pthread_mutex_lock(&fs->inode_lock);
-	dead = unpin_locked(inode) && inode_unused(inode);
+	dead = unpin_locked(fs, inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(fs, inode);
 	else if (inode->drop_fd && !inode->refs)
