@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Every function in daemon/*.c whose name ends in _locked asserts its lock.
+"""Every function in daemon/*.[ch] whose name ends in _locked asserts its lock.
 
 The rule (daemon/lockdep.h): a function named *_locked is called with a
 lock held, and says which by starting with UFS_ASSERT_HELD(&lock), which the
@@ -8,7 +8,7 @@ debug build checks at run time.  This holds the rule itself: the body's first
 statement must be UFS_ASSERT_HELD (several may follow one another, for a
 function that needs two locks).  TAP on stdout; the offenders are printed.
 
-  locked.py            check daemon/*.c (UFS_SRCDIR, else this tree)
+  locked.py            check daemon/*.[ch] (UFS_SRCDIR, else this tree)
   locked.py FILE...    check those files instead
 The first check feeds the checker a function without the assertion and
 passes only if the checker catches it: the check can fail.
@@ -61,7 +61,7 @@ static int count_locked(struct thing *t)
 def main():
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     files = sys.argv[1:] or sorted(glob.glob(os.path.join(os.environ.get('UFS_SRCDIR', top),
-                                                          'daemon', '*.c')))
+                                                          'daemon', '*.[ch]')))
     n = 0
     bad = 0
 
