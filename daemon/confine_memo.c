@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "confine_memo.h"
+#include "lockdep.h"
 #include "log.h"
 
 #ifndef AT_HANDLE_FID
@@ -173,12 +174,14 @@ static struct memo_key *slot_of(struct memo_key *slots, size_t nslots, const str
 
 static bool find_locked(struct ufs_confine_memo *m, const struct memo_key *k)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	return slot_of(m->slots, m->nslots, k)->len != 0;
 }
 
 /* Forget every directory but SOURCE's root. */
 static void reset_locked(struct ufs_confine_memo *m)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	struct memo_key *small = m->nslots > 1024 ? calloc(64, sizeof(*small)) : NULL;
 
 	if (small) {	/* start small again rather than clear megabytes */
@@ -195,6 +198,7 @@ static void reset_locked(struct ufs_confine_memo *m)
 
 static int grow_locked(struct ufs_confine_memo *m, size_t want)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	size_t n = m->nslots;
 	struct memo_key *slots;
 
@@ -216,6 +220,7 @@ static int grow_locked(struct ufs_confine_memo *m, size_t want)
 
 static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *keys, size_t n)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	if (n + 1 > MEMO_MAX_COUNT)
 		return;
 	if (m->count + n > MEMO_MAX_COUNT)
@@ -235,6 +240,7 @@ static void insert_locked(struct ufs_confine_memo *m, const struct memo_key *key
 /* Counts a directory move, and keeps what moved for the walks running. */
 static void note_move_locked(struct ufs_confine_memo *m, const struct memo_key *what)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	static const struct memo_key unknown;
 
 	m->recent[m->moves % MEMO_RECENT] = what ? *what : unknown;
@@ -250,6 +256,7 @@ static void note_move_locked(struct ufs_confine_memo *m, const struct memo_key *
  */
 static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_t len)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	struct fanotify_event_metadata meta;
 	struct memo_key moved = { 0 }, parent = { 0 };
 	const char *p, *end = ev + len;
@@ -305,6 +312,7 @@ static void judge_event_locked(struct ufs_confine_memo *m, const char *ev, size_
 /* Reads every queued event; never blocks (FAN_NONBLOCK). */
 static void drain_locked(struct ufs_confine_memo *m)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	for (;;) {
 		ssize_t n = read(m->fan_fd, m->events, sizeof(m->events));
 		struct fanotify_event_metadata meta;
@@ -345,6 +353,7 @@ static void drain_locked(struct ufs_confine_memo *m)
 static bool may_remember_locked(struct ufs_confine_memo *m, uint64_t moves, uint64_t resets,
 				const struct memo_key *chain, size_t n)
 {
+	UFS_ASSERT_HELD(&m->lock);
 	if (m->broken || m->resets != resets || m->moves - moves > MEMO_RECENT)
 		return false;
 	for (uint64_t i = moves; i < m->moves; i++) {
@@ -519,8 +528,10 @@ struct ufs_confine_memo *ufs_confine_memo_new(int root_fd)
 		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_lock(&m->lock);
 	reset_locked(m);
 	m->resets = 0;
+	pthread_mutex_unlock(&m->lock);
 	return m;
 }
 

@@ -20,6 +20,7 @@
 
 #include "copy.h"
 #include "interrupt.h"
+#include "lockdep.h"
 #include "log.h"
 #include "worker.h"
 
@@ -90,6 +91,7 @@ struct ufs_copy_lane {
 /* A job's way through its lane, checked (lane->lock held). */
 static void job_set_state(struct ufs_copy_job *job, enum copy_state to)
 {
+	UFS_ASSERT_HELD(&job->lane->lock);
 	static const unsigned int next[] = {
 		[COPY_NEW] = 1u << COPY_QUEUED | 1u << COPY_ENDED,
 		[COPY_QUEUED] = 1u << COPY_RUNNING | 1u << COPY_ENDED,

@@ -24,6 +24,7 @@
 
 #include "export.h"
 #include "hash.h"
+#include "lockdep.h"
 #include "record.h"
 
 #define EXPORT_MIN_BUCKETS 1024
@@ -140,6 +141,7 @@ static void unlink_record(struct ufs_exports *ex, struct ufs_export *e)
  */
 void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_export_key *inode)
 {
+	UFS_ASSERT_HELD(ex->lock);
 	struct ufs_export *e = NULL;
 
 	if (ex->limit && inode->handle && inode->keyed)
@@ -189,6 +191,7 @@ static struct ufs_export *find_id(const struct ufs_exports *ex, uint64_t nodeid)
 
 bool ufs_export_has_locked(const struct ufs_exports *ex, uint64_t nodeid)
 {
+	UFS_ASSERT_HELD(ex->lock);
 	return ex->count && find_id(ex, nodeid);
 }
 
@@ -201,6 +204,7 @@ bool ufs_export_has_locked(const struct ufs_exports *ex, uint64_t nodeid)
 uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
 				   const struct file_handle *handle, uint32_t *record_slot)
 {
+	UFS_ASSERT_HELD(ex->lock);
 	struct ufs_export *e;
 	uint64_t nodeid = 0;
 
@@ -232,6 +236,7 @@ uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,
 int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 			   struct ufs_export_copy *out)
 {
+	UFS_ASSERT_HELD(ex->lock);
 	const struct ufs_export *e = find_id(ex, nodeid);
 
 	if (!e)
@@ -257,6 +262,7 @@ int ufs_export_copy_locked(const struct ufs_exports *ex, uint64_t nodeid,
 bool ufs_export_drop_locked(struct ufs_exports *ex, uint64_t nodeid, bool stale,
 			    uint32_t *record_slot)
 {
+	UFS_ASSERT_HELD(ex->lock);
 	struct ufs_export *e = find_id(ex, nodeid);
 
 	if (!e)

@@ -6,6 +6,7 @@
 #define UFS_EXPORT_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@ struct ufs_record;
 struct ufs_export;
 struct ufs_exports {
 	struct ufs_record *record;	/* where records are kept for a successor */
+	pthread_mutex_t *lock;		/* the inode store's, which its callers hold */
 	struct ufs_export **by_id, **by_key;
 	size_t buckets, count;
 	unsigned int limit;		/* export_inodes; 0 keeps none */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "lockdep.h"
 #include "log.h"
 #include "wait.h"
 #include "worker.h"
@@ -56,6 +57,7 @@ struct lock_wait {
 /* Called with inode->lock held. */
 static struct ufs_lock_owner *owner_find(struct ufs_inode *inode, uint64_t owner)
 {
+	UFS_ASSERT_HELD(&inode->lock);
 	struct ufs_lock_owner *o;
 
 	for (o = inode->lock_owners; o; o = o->next) {
@@ -69,6 +71,7 @@ static struct ufs_lock_owner *owner_find(struct ufs_inode *inode, uint64_t owner
 static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *inode,
 		     uint64_t owner, int accmode, struct ufs_lock_owner **out)
 {
+	UFS_ASSERT_HELD(&inode->lock);
 	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_lock_owner *o = owner_find(inode, owner);
 	uid_t uid = req->in->uid;

@@ -35,6 +35,7 @@
 #include "fuse_abi.h"
 #include "hash.h"
 #include "inode.h"
+#include "lockdep.h"
 #include "log.h"
 #include "record.h"
 
@@ -60,6 +61,7 @@ int ufs_inode_store_init(struct ufs_inode_store *inodes, const struct ufs_config
 		ufs_inode_handles_destroy(&inodes->handles);
 		return -ENOMEM;
 	}
+	inodes->exports.lock = &inodes->inode_lock;	/* for UFS_ASSERT_HELD */
 	inodes->next_nodeid = FUSE_ROOT_ID + 1;
 	return pthread_mutex_init(&inodes->inode_lock, NULL) ? -ENOMEM : 0;
 }
@@ -102,6 +104,7 @@ static bool lru_linked(const struct ufs_inode_store *inodes, const struct ufs_in
 
 static void lru_remove(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (!lru_linked(inodes, inode))
 		return;
 	if (inode->lru_prev)
@@ -117,6 +120,7 @@ static void lru_remove(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 
 static void lru_add(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	UFS_BUG_ON(lru_linked(inodes, inode) || inode->refs || !inode->handle || inode->fd < 0);
 	inode->lru_prev = inodes->lru_tail;
 	inode->lru_next = NULL;
@@ -134,6 +138,7 @@ static void lru_add(struct ufs_inode_store *inodes, struct ufs_inode *inode)
  */
 static int lru_evict_one(struct ufs_inode_store *inodes)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	struct ufs_inode *victim = inodes->lru_head;
 	int fd;
 
@@ -155,6 +160,7 @@ static int lru_evict_one(struct ufs_inode_store *inodes)
 void ufs_inode_lru_offer_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode, int *evict,
 				int nevict)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	int i = 0;
 
 	if (inode->refs || !inode->handle || inode->fd < 0)
@@ -166,14 +172,16 @@ void ufs_inode_lru_offer_locked(struct ufs_inode_store *inodes, struct ufs_inode
 
 static void pin_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (inode->refs++ == 0)
 		lru_remove(inodes, inode);
 	UFS_BUG_ON(!inode->refs || lru_linked(inodes, inode));
 }
 
 /* Returns whether that was the last pin. */
-static bool unpin_locked(struct ufs_inode *inode)
+static bool unpin_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	UFS_BUG_ON(!inode->refs);
 	return --inode->refs == 0;
 }
@@ -181,6 +189,7 @@ static bool unpin_locked(struct ufs_inode *inode)
 /* Take the descriptor of an unpinned inode away from it; the caller closes it. */
 int ufs_inode_fd_take_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	int fd = inode->fd;
 
 	lru_remove(inodes, inode);
@@ -284,6 +293,7 @@ void ufs_inode_store_destroy(struct ufs_inode_store *inodes)
 /* Its lookups in its hand-over record (inode_lookup.c says which are recorded). */
 void ufs_inode_record_lookups_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	ufs_record_node_lookups(inodes->record, inode->record_slot, inode->nlookup);
 }
 
@@ -301,6 +311,7 @@ static void table_link(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 
 void ufs_inode_unkey_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	struct ufs_inode **pp;
 
 	if (!inode->keyed)
@@ -365,6 +376,7 @@ static void table_grow(struct ufs_inode_store *inodes)
 /* A new entry joins both indexes. */
 void ufs_inode_insert_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (inodes->inode_count >= inodes->buckets)
 		table_grow(inodes);
 	table_link(inodes, inode);
@@ -373,6 +385,7 @@ void ufs_inode_insert_locked(struct ufs_inode_store *inodes, struct ufs_inode *i
 
 struct ufs_inode *ufs_inode_find_by_id_locked(struct ufs_inode_store *inodes, uint64_t nodeid)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	struct ufs_inode *inode = inodes->by_id[ufs_hash_nodeid(nodeid, inodes->buckets)];
 
 	while (inode && inode->nodeid != nodeid)
@@ -383,6 +396,7 @@ struct ufs_inode *ufs_inode_find_by_id_locked(struct ufs_inode_store *inodes, ui
 /* Where a name now leads to it; the export store learns a new parent. */
 struct ufs_inode *ufs_inode_find_by_key_locked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	struct ufs_inode *inode = inodes->by_key[ufs_hash_key(dev, ino, inodes->buckets)];
 
 	while (inode && (inode->ino != ino || inode->dev != dev))
@@ -452,6 +466,7 @@ void ufs_inode_export_key(const struct ufs_inode *inode, struct ufs_export_key *
 /* A dead inode leaves the tables; its handle stays behind in export.c. */
 static void inode_release_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	struct ufs_export_key key;
 
 	ufs_inode_export_key(inode, &key);
@@ -471,7 +486,7 @@ void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 	if (!inode)
 		return;
 	pthread_mutex_lock(&inodes->inode_lock);
-	dead = unpin_locked(inode) && inode_unused(inode);
+	dead = unpin_locked(inodes, inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(inodes, inode);
 	else if (inode->drop_fd && !inode->refs)

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "confine.h"
 #include "inode_handle.h"
+#include "lockdep.h"
 #include "log.h"
 
 #define MOUNT_FDS_MAX (sizeof(((struct ufs_handles *)0)->mount_fds) / sizeof(struct ufs_mount_fd))
@@ -44,8 +45,9 @@ void ufs_inode_handles_destroy(struct ufs_handles *h)
 }
 
 /* Under lock: the known descriptor of mount_id, or -1. */
-static int mount_fd_find_locked(const struct ufs_handles *h, int mount_id)
+static int mount_fd_find_locked(struct ufs_handles *h, int mount_id)
 {
+	UFS_ASSERT_HELD(&h->lock);
 	for (unsigned int i = 0; i < h->nmount_fds; i++) {
 		if (h->mount_fds[i].mount_id == mount_id)
 			return h->mount_fds[i].fd;

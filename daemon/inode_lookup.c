@@ -17,6 +17,7 @@
 #include "fuse_abi.h"
 #include "inode.h"
 #include "inode_lookup.h"
+#include "lockdep.h"
 #include "record.h"
 #include "store.h"
 
@@ -31,6 +32,7 @@
 /* Its node id to the export store (store.h) as well, before the reply. */
 static void store_note(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (inode->handle)
 		ufs_store_note(inodes->store, inode->nodeid, inode->dev, inode->ino, inode->type,
 			       inode->parent, inode->mount_id, inode->handle->handle_type,
@@ -39,6 +41,7 @@ static void store_note(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 
 static void record_add(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (!inode->handle)
 		return;
 	store_note(inodes, inode);
@@ -53,6 +56,7 @@ static void record_add(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 static void parent_set_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode,
 			      uint64_t parent)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (!parent)
 		return;
 	ufs_record_node_parent(inodes->record, inode->record_slot, parent);
@@ -66,6 +70,7 @@ static void parent_set_locked(struct ufs_inode_store *inodes, struct ufs_inode *
 void ufs_inode_record_revived_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode,
 				     uint32_t slot)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	/* From the export store (no hand-over record yet): a new one, and the store's again. */
 	if (!slot) {
 		record_add(inodes, inode);
@@ -79,6 +84,7 @@ void ufs_inode_record_revived_locked(struct ufs_inode_store *inodes, struct ufs_
 
 static uint64_t nodeid_new_locked(struct ufs_inode_store *inodes)
 {
+	UFS_ASSERT_HELD(&inodes->inode_lock);
 	uint64_t nodeid = inodes->next_nodeid++;
 
 	ufs_record_next_nodeid(inodes->record, inodes->next_nodeid);

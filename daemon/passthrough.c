@@ -38,6 +38,7 @@
 
 #include "fs.h"
 #include "ident.h"
+#include "lockdep.h"
 #include "log.h"
 #include "passthrough.h"
 #include "init_negotiate.h"
@@ -324,6 +325,7 @@ static bool pt_writer(const struct ufs_file *file, enum ufs_io_mode mode)
  */
 static bool pt_writer_add(struct ufs_inode *inode)
 {
+	UFS_ASSERT_HELD(&inode->lock);
 	uint32_t n = __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED);
 
 	__atomic_store_n(&inode->pt_writers, n + 1, __ATOMIC_RELAXED);

@@ -52,7 +52,7 @@ def source_name(obj):
 
 def objects(builddir):
     objs = [o for o in glob.glob(os.path.join(builddir, 'daemon', '*.o'))
-            if 'uringfs_asan-' not in os.path.basename(o)]
+            if not os.path.basename(o).startswith(('uringfs_asan-', 'libufs_debug_a-'))]
     return sorted(objs)
 
 
