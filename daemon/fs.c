@@ -55,7 +55,6 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	ret = ufs_inode_store_init(&fs->inodes, cfg, &fs->confine, ufs_lock_release_all);
 	if (ret)
 		goto err_close_root;
-	fs->exports.lock = &fs->inode_lock;	/* for UFS_ASSERT_HELD */
 	ret = ufs_file_table_init(fs);
 	if (ret)
 		goto err_inodes;

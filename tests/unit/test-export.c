@@ -7,6 +7,7 @@
  * here are made-up bytes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,20 @@ struct fake_handle {
 	struct file_handle fh;
 	unsigned char bytes[8];
 };
+
+/*
+ * The records are the inode store's, used under its inode_lock (the debug
+ * build asserts it): here one lock, held by the test's one thread throughout.
+ */
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int exports_init(struct ufs_exports *ex, unsigned int limit)
+{
+	int ret = ufs_exports_init(ex, limit);
+
+	ex->lock = &store_lock;
+	return ret;
+}
 
 static void handle_of(struct fake_handle *h, uint64_t seed)
 {
@@ -50,7 +65,7 @@ static void test_bound(void)
 {
 	struct ufs_exports ex;
 
-	is_int(ufs_exports_init(&ex, 3), 0, "init");
+	is_int(exports_init(&ex, 3), 0, "init");
 	for (uint64_t id = 10; id < 15; id++)
 		keep(&ex, id, 100 + id, true);
 	is_int(ex.count, 3, "no more records than the limit");
@@ -64,7 +79,7 @@ static void test_bound(void)
 	ok(ufs_export_has_locked(&ex, 12), "so nothing older is dropped for it");
 	ufs_exports_destroy(&ex);
 
-	is_int(ufs_exports_init(&ex, 0), 0, "init with limit 0");
+	is_int(exports_init(&ex, 0), 0, "init with limit 0");
 	keep(&ex, 10, 110, true);
 	is_int(ex.count, 0, "limit 0 keeps none");
 	ufs_exports_destroy(&ex);
@@ -76,7 +91,7 @@ static void test_many(void)
 	struct ufs_exports ex;
 	unsigned int found = 0;
 
-	ufs_exports_init(&ex, 5000);
+	exports_init(&ex, 5000);
 	for (uint64_t id = 1000; id < 6000; id++)
 		keep(&ex, id, id, true);
 	is_int(ex.count, 5000, "5000 records");
@@ -96,7 +111,7 @@ static void test_reclaim(void)
 	struct ufs_exports ex;
 	uint32_t slot = 99;
 
-	ufs_exports_init(&ex, 10);
+	exports_init(&ex, 10);
 	keep(&ex, 30, 130, true);
 	keep(&ex, 31, 131, true);
 	handle_of(&same, 130);
@@ -122,7 +137,7 @@ static void test_copy_drop(void)
 	struct ufs_exports ex;
 	uint32_t slot = 0;
 
-	ufs_exports_init(&ex, 10);
+	exports_init(&ex, 10);
 	keep(&ex, 40, 140, true);
 	keep(&ex, 41, 141, true);
 	is_int(ufs_export_copy_locked(&ex, 40, &c), 0, "a record copied out");
@@ -147,6 +162,7 @@ static void test_copy_drop(void)
 
 int main(void)
 {
+	pthread_mutex_lock(&store_lock);
 	test_bound();
 	test_many();
 	test_reclaim();

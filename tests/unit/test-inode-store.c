@@ -25,6 +25,17 @@
 
 #define FD_CACHE 2
 
+/* The store's lookup by node id, under its lock as the daemon calls it. */
+static struct ufs_inode *find_id(struct ufs_inode_store *s, uint64_t nodeid)
+{
+	struct ufs_inode *inode;
+
+	pthread_mutex_lock(&s->inode_lock);
+	inode = ufs_inode_find_by_id_locked(s, nodeid);
+	pthread_mutex_unlock(&s->inode_lock);
+	return inode;
+}
+
 static char dir[64], outside[64];
 static struct ufs_config cfg;
 static struct ufs_confine confine;
@@ -239,7 +250,7 @@ static void test_restore(void)
 	}
 	is_int(ufs_inode_restore(&store, 0, &n), 0, "a predecessor's node id is restored");
 	is_int(ufs_inode_restore(&store, 0, &n), -EEXIST, "twice is refused");
-	r = ufs_inode_find_by_id_locked(&store, 5000);
+	r = find_id(&store, 5000);
 	ok(r && r->fd < 0 && r->unverified, "evicted, and not yet proven inside");
 	r = ufs_inode_get(&store, 5000);
 	ok(r && r->fd >= 0, "its first use reopens it by handle");
@@ -260,7 +271,7 @@ static void test_restore(void)
 
 		n.flags = UFS_RECORD_NODE_EXPORTED;
 		is_int(ufs_inode_restore(&store, 0, &n), 0, "a node id the kernel had forgotten");
-		ok(!ufs_inode_find_by_id_locked(&store, 5002), "is no entry");
+		ok(!find_id(&store, 5002), "is no entry");
 		is_int(exports_count(), before + 1, "but an export record again");
 		r = ufs_inode_revive(&store, 5002);
 		ok(r && r->nodeid == 5002 && r->fd >= 0, "which LOOKUP \".\" revives");
