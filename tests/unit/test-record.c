@@ -177,6 +177,7 @@ static void test_kill9(void)
 		int fd;
 
 		if (ufs_record_create(&a, "/s", "/m", "", "")) {
+			printf("# run %d: ufs_record_create failed\n", run);
 			bad++;
 			continue;
 		}
@@ -191,6 +192,7 @@ static void test_kill9(void)
 		waitpid(pid, NULL, 0);
 		fd = dup(a.fd);
 		if (ufs_record_attach(&b, fd, why, sizeof(why))) {
+			printf("# run %d: attach refused: %s\n", run, why);
 			bad++;
 			ufs_record_close(&a);
 			continue;
@@ -201,13 +203,22 @@ static void test_kill9(void)
 			if (!n->nodeid)
 				continue;
 			valid_total++;
-			if (!node_whole(n) || !n->nlookup || n->nodeid > *published + 1)
+			if (!node_whole(n) || !n->nlookup || n->nodeid > *published + 1) {
+				printf("# run %d: node slot %u: nodeid %llu (published %llu) nlookup %llu"
+				       " whole %d\n", run, i, (unsigned long long)n->nodeid,
+				       (unsigned long long)*published, (unsigned long long)n->nlookup,
+				       node_whole(n));
 				bad++;
+			}
 		}
 		for (uint32_t i = 0; i < b.hdr->files_hwm; i++) {
 			if (b.files[i].nodeid && (b.files[i].flags != O_RDONLY ||
-						  b.files[i].kind != UFS_RECORD_FILE))
+						  b.files[i].kind != UFS_RECORD_FILE)) {
+				printf("# run %d: file %u: nodeid %llu flags %#x kind %u\n", run, i,
+				       (unsigned long long)b.files[i].nodeid, (unsigned)b.files[i].flags,
+				       (unsigned)b.files[i].kind);
 				bad++;
+			}
 		}
 		ufs_record_close(&b);
 		ufs_record_close(&a);
