@@ -10,7 +10,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_file.h"
+#include "fs_lock.h"
 
 static int root_path_read(struct ufs_fs *fs)
 {
@@ -69,7 +73,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	ret = ufs_inode_table_init(fs);
 	if (ret)
 		goto err_close_root;
-	ret = ufs_file_table_init(fs);
+	ret = ufs_fs_files_init(fs);
 	if (ret)
 		goto err_inodes;
 	/* From here the root inode owns root_fd. */
@@ -80,7 +84,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	if (!ret)
 		ret = ufs_control_init(fs);
 	if (ret) {
-		ufs_file_table_destroy(fs);
+		ufs_file_table_destroy(&fs->files);
 		ufs_inode_table_destroy(fs);	/* closes root_fd with the root inode */
 		close(fs->proc_fd);
 		return ret;
@@ -93,7 +97,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	return 0;
 
 err_files:
-	ufs_file_table_destroy(fs);
+	ufs_file_table_destroy(&fs->files);
 err_inodes:
 	ufs_inode_table_destroy(fs);
 err_close_root:
@@ -130,7 +134,7 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);
-	ufs_file_table_destroy(fs);
+	ufs_file_table_destroy(&fs->files);
 	ufs_inode_table_destroy(fs);
 	ufs_confine_memo_destroy(fs);
 	close(fs->proc_fd);

@@ -13,7 +13,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "creds.h"
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_shared.h"
 #include "log.h"
 #include "session.h"
 
@@ -100,7 +104,7 @@ ssize_t ufs_op_getattr(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	if (in->getattr_flags & FUSE_GETATTR_FH)
-		file = ufs_file_lookup(fs, in->fh);
+		file = ufs_file_lookup(&fs->files, in->fh);
 	if (file && file->fd >= 0)
 		ret = fstat(file->fd, &st) ? -errno : 0;
 	else
@@ -167,7 +171,7 @@ ssize_t ufs_op_setattr(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	if (valid & FATTR_FH)
-		file = ufs_file_lookup(fs, in->fh);
+		file = ufs_file_lookup(&fs->files, in->fh);
 	if (ufs_proc_name(inode, name, sizeof(name)))
 		return -EBADF;
 	/* The setgid rule looks at the group the file had before a chown. */
@@ -552,7 +556,7 @@ ssize_t ufs_op_statx(struct ufs_fs *fs, struct ufs_req *req)
 		if (ret)
 			return ret;
 		if (in->getattr_flags & FUSE_GETATTR_FH)
-			file = ufs_file_lookup(fs, in->fh);
+			file = ufs_file_lookup(&fs->files, in->fh);
 		if (file && file->fd >= 0)
 			fd = file->fd;
 		if (statx(fd, "", flags, in->sx_mask | STATX_BASIC_STATS, &stx))

@@ -8,6 +8,7 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "fs_xattr.h"
 #include "log.h"
 #include "uring.h"
 

@@ -23,6 +23,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "file_table.h"
+#include "fs_file.h"
+#include "fs_shared.h"
 #include "log.h"
 #include "uring.h"
 
@@ -197,7 +200,7 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 	ufs_file_pin(fs, file, false);
 	ret = ufs_io_path_restore(fs, file, f->io_mode, f->backing_id);
 	if (!ret)
-		ret = ufs_file_restore(fs, index, f->gen, file);
+		ret = ufs_file_restore(&fs->files, index, f->gen, file);
 	if (ret)
 		ufs_file_free(fs, file);	/* drops the inode's reference */
 	return ret;
@@ -220,7 +223,7 @@ static void restore_files(struct ufs_daemon *d)
 			restored++;
 		}
 	}
-	ufs_file_table_restored(&d->fs);
+	ufs_file_table_restored(&d->fs.files);
 	if (lost)
 		ufs_warn("take-over: %u open files could not be reopened (removed meanwhile?): "
 			 "their I/O fails with EBADF", lost);
