@@ -33,6 +33,9 @@ int ufs_file_table_init(struct ufs_file_table *t, const struct ufs_file_table_op
 {
 	t->ops = ops;
 	t->arg = arg;
+	t->file_free_head = 0;
+	t->file_next = 0;
+	t->file_count = 0;
 	t->file_chunks = calloc(MAX_CHUNKS, sizeof(*t->file_chunks));
 	if (!t->file_chunks)
 		return -ENOMEM;
