@@ -50,7 +50,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
-	fs->dev_fd = -1;
+	ufs_passthrough_init(&fs->pt);
 	fs->cfg = cfg;
 	fs->inode_release = ufs_lock_release_all;
 	fs->running_as_root = geteuid() == 0;
@@ -130,7 +130,7 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	 * from a copy or a wait that ends now (its descriptor number may be
 	 * another file's already).
 	 */
-	fs->dev_fd = -1;
+	fs->pt.dev_fd = -1;
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);

@@ -155,10 +155,7 @@ struct ufs_fs {
 	struct ufs_copies copies;
 	struct ufs_budget budget;	/* descriptors charged per user */
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
-	/* Kernel passthrough (passthrough.c): set before the first request. */
-	enum ufs_passthrough_state passthrough;	/* changes only ON -> EPERM, atomically */
-	int dev_fd;			/* /dev/fuse, for BACKING_OPEN and BACKING_CLOSE */
-	uint64_t backing_ids;		/* registered now; atomic */
+	struct ufs_passthrough pt;	/* kernel passthrough (passthrough.h) */
 	/*
 	 * What the file system asks of the daemon above it (daemon.c sets
 	 * them): the control file's stats snapshot, and telling the kernel

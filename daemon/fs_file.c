@@ -10,7 +10,7 @@
 #include "file_table.h"
 #include "fs.h"
 #include "fs_file.h"
-#include "passthrough.h"
+#include "io_path.h"
 
 /* The hand-over record of an open file: enough to open it again (record.h). */
 static void record_file(void *arg, uint32_t index, uint32_t gen, const struct ufs_file *file)

@@ -22,6 +22,7 @@
 #include "fs_file.h"
 #include "fs_lock.h"
 #include "fs_shared.h"
+#include "io_path.h"
 #include "log.h"
 #include "wait.h"
 

@@ -46,8 +46,8 @@ static void log_serving(struct ufs_daemon *d)
 		 "passthrough=%s",
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, d->queue_mode, d->zero_copy_state,
-		 d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
-			 "unused" : ufs_passthrough_state_name(d->fs.passthrough));
+		 d->fs.zero_copy && d->fs.pt.state == UFS_PT_ON ?
+			 "unused" : ufs_passthrough_state_name(d->fs.pt.state));
 }
 
 static bool uringfs_mount_there(struct ufs_daemon *d)

@@ -26,6 +26,7 @@
 #include "file_table.h"
 #include "fs_file.h"
 #include "fs_shared.h"
+#include "io_path.h"
 #include "log.h"
 #include "uring.h"
 
@@ -251,7 +252,7 @@ int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 	in->fuse_fd = -1;
 	d->fs.record = &d->record;
 	d->fs.exports.record = &d->record;
-	if (ufs_passthrough_start(&d->fs, d->fuse_fd, &pt_why) != UFS_PT_ON &&
+	if (ufs_io_path_start(&d->fs, d->fuse_fd, &pt_why) != UFS_PT_ON &&
 	    d->conn.passthrough)
 		ufs_info("passthrough: off (%s)", pt_why);
 	ret = restore_nodes(d, why, len);
