@@ -601,24 +601,3 @@ ssize_t ufs_op_syncfs(struct ufs_fs *fs, struct ufs_req *req)
 	close(fd);
 	return ret;
 }
-
-ssize_t ufs_op_destroy(struct ufs_fs *fs, struct ufs_req *req)
-{
-	(void)fs;
-	(void)req;
-	return 0;
-}
-
-ssize_t ufs_op_bmap(struct ufs_fs *fs, struct ufs_req *req)
-{
-	(void)fs;
-	(void)req;
-	return -ENOSYS; /* block maps are for fuseblk */
-}
-
-ssize_t ufs_op_poll(struct ufs_fs *fs, struct ufs_req *req)
-{
-	(void)fs;
-	(void)req;
-	return -ENOSYS; /* the kernel then treats files as always ready */
-}
