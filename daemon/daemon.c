@@ -9,6 +9,7 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "fs_setup.h"
 #include "log.h"
 
 /*

@@ -169,9 +169,6 @@ struct ufs_fs {
 	void *upcall_arg;
 };
 
-int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source);
-void ufs_fs_destroy(struct ufs_fs *fs);
-int ufs_fs_reopen_proc(struct ufs_fs *fs);
 
 /* inode.c */
 int ufs_inode_table_init(struct ufs_fs *fs);

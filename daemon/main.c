@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "daemon.h"
+#include "fs_setup.h"
 #include "handover.h"
 #include "log.h"
 #include "notify.h"

@@ -15,6 +15,7 @@
 #include "fs_control.h"
 #include "fs_file.h"
 #include "fs_lock.h"
+#include "fs_setup.h"
 
 static int root_path_read(struct ufs_fs *fs)
 {
