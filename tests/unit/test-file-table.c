@@ -146,7 +146,8 @@ static void test_restore(void)
 	is_int((uint32_t)fd_ - 1, 0, "after restored, new files take the free slots, lowest first");
 	ufs_file_register(&t, e, &fe);
 	is_int((uint32_t)fe - 1, 1, "next free slot");
-	ok(ufs_file_lookup(&t, (uint64_t)2 << 32 | 4) == c, "the other restored fh still finds its file");
+	ok(ufs_file_lookup(&t, (uint64_t)2 << 32 | 4) == c,
+	   "the other restored fh still finds its file");
 
 	ufs_file_for_each_fd(&t, count_fd, sum);
 	is_int(sum[0], 2, "for_each_fd visits the files with a descriptor only");
