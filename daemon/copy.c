@@ -13,12 +13,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "copy.h"
+#include "copy_lane.h"
 #include "interrupt.h"
 #include "lockdep.h"
 #include "log.h"
@@ -50,13 +52,6 @@ enum copy_how {
 	COPY_ON_THREAD,		/* chunks on the lane's helper thread */
 };
 
-enum copy_state {
-	COPY_NEW,		/* registered, not in its lane's queue yet */
-	COPY_QUEUED,		/* in its lane's queue, waiting for its turn */
-	COPY_RUNNING,		/* its lane's running copy */
-	COPY_ENDED,		/* out of the lane: only the reply is left */
-};
-
 struct ufs_copy_job {
 	struct ufs_copy_job *next;		/* the registry; protected by copies->lock */
 	struct ufs_copies *copies;
@@ -70,9 +65,7 @@ struct ufs_copy_job {
 	int error;				/* a chunk's error before any byte moved */
 	void (*reply)(struct ufs_req *req, ssize_t res);	/* the handler's */
 	struct ufs_copy_lane *lane;		/* ring and thread: the worker's; set first */
-	/* fields below are protected by lane->lock */
-	struct ufs_copy_job *queue_next;
-	enum copy_state state;
+	struct ufs_copy_turn turn;		/* its place in the lane; lane->lock */
 };
 
 /* A worker's copies: one runs, the others wait in line. */
@@ -80,27 +73,15 @@ struct ufs_copy_lane {
 	struct ufs_worker *w;			/* back pointer */
 	pthread_mutex_t lock;			/* protects everything below */
 	pthread_cond_t cond;			/* the helper waits for a copy */
-	struct ufs_copy_job *head, *tail;	/* COPY_QUEUED, oldest first */
-	struct ufs_copy_job *running;		/* COPY_RUNNING, or NULL */
-	unsigned int njobs;			/* admitted and not ended: at most COPY_LANE_MAX */
+	struct ufs_copy_line line;		/* the copies admitted, waiting, running */
 	bool helper_started;			/* thread mode: helper is running */
 	pthread_t helper;
 	bool stop;				/* the helper leaves */
 };
 
-/* A job's way through its lane, checked (lane->lock held). */
-static void job_set_state(struct ufs_copy_job *job, enum copy_state to)
+static struct ufs_copy_job *job_of(struct ufs_copy_turn *t)
 {
-	UFS_ASSERT_HELD(&job->lane->lock);
-	static const unsigned int next[] = {
-		[COPY_NEW] = 1u << COPY_QUEUED | 1u << COPY_ENDED,
-		[COPY_QUEUED] = 1u << COPY_RUNNING | 1u << COPY_ENDED,
-		[COPY_RUNNING] = 1u << COPY_ENDED,
-		[COPY_ENDED] = 0,
-	};
-
-	UFS_BUG_ON(!(next[job->state] & 1u << to));
-	job->state = to;
+	return t ? (struct ufs_copy_job *)((char *)t - offsetof(struct ufs_copy_job, turn)) : NULL;
 }
 
 void ufs_copies_init(struct ufs_copies *c, struct ufs_interrupts *early)
@@ -173,11 +154,7 @@ static void copy_end(struct ufs_copy_job *job)
 
 	if (lane) {
 		pthread_mutex_lock(&lane->lock);
-		lane->njobs--;
-		if (lane->running == job)
-			lane->running = NULL;
-		if (job->state != COPY_ENDED)	/* a dequeued one ended already */
-			job_set_state(job, COPY_ENDED);
+		ufs_copy_line_end(&lane->line, &job->turn);
 		pthread_mutex_unlock(&lane->lock);
 	}
 	job_untrack(job);
@@ -234,14 +211,7 @@ static struct ufs_copy_job *lane_take_turn(struct ufs_copy_lane *lane)
 
 	for (;;) {
 		pthread_mutex_lock(&lane->lock);
-		job = lane->running ? NULL : lane->head;
-		if (job) {
-			lane->head = job->queue_next;
-			if (!lane->head)
-				lane->tail = NULL;
-			job_set_state(job, COPY_RUNNING);
-			lane->running = job;
-		}
+		job = job_of(ufs_copy_line_next(&lane->line));
 		pthread_mutex_unlock(&lane->lock);
 		if (!job || !job->cancel)
 			return job;
@@ -290,9 +260,9 @@ static void *lane_helper_main(void *arg)
 		struct ufs_copy_job *job;
 
 		pthread_mutex_lock(&lane->lock);
-		while (!lane->head && !lane->stop)
+		while (!lane->line.head && !lane->stop)
 			pthread_cond_wait(&lane->cond, &lane->lock);
-		if (!lane->head) {
+		if (!lane->line.head) {
 			pthread_mutex_unlock(&lane->lock);
 			return NULL;
 		}
@@ -352,7 +322,7 @@ void ufs_copy_lane_free(struct ufs_worker *w)
 static void lane_unadmit(struct ufs_copy_lane *lane)
 {
 	pthread_mutex_lock(&lane->lock);
-	lane->njobs--;
+	ufs_copy_line_unadmit(&lane->line);
 	pthread_mutex_unlock(&lane->lock);
 }
 
@@ -362,9 +332,7 @@ static bool lane_admit(struct ufs_copy_lane *lane, struct ufs_req *req)
 	bool room;
 
 	pthread_mutex_lock(&lane->lock);
-	room = lane->njobs < COPY_LANE_MAX;
-	if (room)
-		lane->njobs++;
+	room = ufs_copy_line_admit(&lane->line, COPY_LANE_MAX);
 	pthread_mutex_unlock(&lane->lock);
 	if (!room) {
 		ufs_log_once(UFS_LOG_INFO, "copy_file_range: %u copies wait on worker %u: the next "
@@ -473,12 +441,7 @@ void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 		copy_end(job);
 		return;
 	}
-	job_set_state(job, COPY_QUEUED);
-	if (lane->tail)
-		lane->tail->queue_next = job;
-	else
-		lane->head = job;
-	lane->tail = job;
+	ufs_copy_line_queue(&lane->line, &job->turn);
 	if (!on_ring)
 		pthread_cond_signal(&lane->cond);
 	pthread_mutex_unlock(&lane->lock);
@@ -487,22 +450,6 @@ void ufs_copy_start(struct ufs_copies *c, struct ufs_req *req)
 }
 
 /* ---- the way out early ---- */
-
-/* Take a waiting job out of its lane.  Returns true if it was waiting. */
-static bool lane_dequeue(struct ufs_copy_lane *lane, struct ufs_copy_job *job)
-{
-	struct ufs_copy_job **pp, *prev = NULL;
-
-	if (job->state != COPY_QUEUED)
-		return false;
-	for (pp = &lane->head; *pp != job; pp = &(*pp)->queue_next)
-		prev = *pp;
-	*pp = job->queue_next;
-	if (lane->tail == job)
-		lane->tail = prev;
-	job_set_state(job, COPY_ENDED);
-	return true;
-}
 
 bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique)
 {
@@ -518,15 +465,15 @@ bool ufs_copy_interrupt(struct ufs_copies *c, uint64_t unique)
 
 		job->cancel = true;
 		pthread_mutex_lock(&lane->lock);
-		dequeued = lane_dequeue(lane, job);
+		dequeued = ufs_copy_line_dequeue(&lane->line, &job->turn);
 		/*
 		 * A running chunk is stopped where it runs; the registry's lock
-		 * keeps the request alive meanwhile.  A COPY_NEW one ends when
+		 * keeps the request alive meanwhile.  A UFS_COPY_NEW one ends when
 		 * its turn comes.
 		 */
-		if (job->state == COPY_RUNNING && job->how == COPY_ON_THREAD)
+		if (job->turn.state == UFS_COPY_RUNNING && job->how == COPY_ON_THREAD)
 			pthread_kill(lane->helper, UFS_WORKER_WAKE_SIGNAL);
-		else if (job->state == COPY_RUNNING)
+		else if (job->turn.state == UFS_COPY_RUNNING)
 			job->req->xops->io_cancel(job->req);
 		pthread_mutex_unlock(&lane->lock);
 	} else if (job) {

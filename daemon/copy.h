@@ -70,14 +70,4 @@ void ufs_copy_wait_idle(struct ufs_copies *c);
  */
 void ufs_copy_lane_free(struct ufs_worker *w);
 
-/* copy_probe.c: the mode to use; ring only when ring_ok (the transport can and the self-test passed). */
-enum ufs_cfr_mode ufs_copy_mode_resolve(enum ufs_cfr_mode configured, bool ring_ok);
-
-/*
- * Probe the kernel for IORING_OP_COPY_FILE_RANGE and confirm it by copying
- * a few bytes between two memory files.  Returns 0 when confirmed, else a
- * negative errno with *why set.
- */
-int ufs_copy_ring_selftest(const char **why);
-
 #endif /* UFS_COPY_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Which way copies run (copy.h): the configured mode against what the
+ * Which way copies run (copy.h, copy_probe.h): the configured mode against what the
  * kernel can do, and the behavioural self-test of the ring opcode.
  */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "copy.h"
+#include "copy_probe.h"
 #include "fuse_abi.h"
 
 enum ufs_cfr_mode ufs_copy_mode_resolve(enum ufs_cfr_mode configured, bool ring_ok)

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "caller.h"
+#include "creds.h"
 #include "fs.h"
 #include "ident.h"
 #include "log.h"

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "daemon_start.h"
 #include "dev.h"
+#include "fs_setup.h"
 #include "log.h"
 #include "stats.h"
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "creds.h"
 #include "decode.h"
 #include "dispatch.h"
 #include "fs.h"

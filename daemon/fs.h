@@ -27,6 +27,7 @@
 #include "config.h"
 #include "confine.h"
 #include "copy.h"
+#include "file_table.h"
 #include "inode.h"
 #include "inode_lookup.h"
 #include "inode_revive.h"
@@ -40,34 +41,6 @@ struct ufs_conn;
 struct ufs_lock_owner;
 struct ufs_store;
 
-/* An open file or directory, referenced by the fh the kernel holds. */
-struct ufs_file {
-	/*
-	 * -1 for the control file, and for a passed-through open, whose I/O
-	 * the kernel does by its backing id: ufs_file_fd() opens one per request.
-	 */
-	int fd;
-	uid_t uid;			/* the opener */
-	bool charged;			/* fd is charged to uid (budget.h) */
-	bool pin_linked;		/* in its inode's opens (ufs_file_pin) */
-	struct ufs_file *pin_next;	/* the inode's opens; inode->lock */
-	int flags;			/* O_ACCMODE | O_APPEND | O_DIRECT ... as opened */
-	struct ufs_inode *inode;	/* holds a ref */
-	bool is_dir;
-	enum ufs_io_mode io_mode;	/* counted in inode->io_opens unless NONE */
-	/* whose limits its writes meet when no caller is known (writeback) */
-	struct ufs_ident opener;
-	bool opener_known;		/* false: restored from a hand-over */
-	/* directory stream; protected by dir_lock */
-	pthread_mutex_t dir_lock;
-	uint64_t dir_offset;		/* cookie the next getdents starts from */
-	char *dir_buf;			/* getdents64 buffer */
-	size_t dir_len, dir_pos;	/* bytes in dir_buf, next entry */
-	/* the control file: a snapshot taken at open */
-	char *control_text;
-	size_t control_len;
-};
-
 struct ufs_fs {
 	const struct ufs_config *cfg;
 	const struct ufs_conn *conn;
@@ -78,15 +51,11 @@ struct ufs_fs {
 	struct ufs_inode_store inodes;	/* the inode store: its own locks (inode.h) */
 	/*
 	 * The hand-over record (record.h), or one that keeps nothing: file
-	 * records under file_lock (the store writes node records).
+	 * records under files.file_lock (the store writes node records).
 	 */
 	struct ufs_record *record;
 
-	pthread_mutex_t file_lock;	/* protects the handle table's free list */
-	struct ufs_file ***file_chunks;
-	uint32_t file_free_head;
-	uint32_t file_next;
-	uint64_t file_count;
+	struct ufs_file_table files;	/* the open-file table (file_table.h), its own lock */
 
 	struct ufs_inode *control;	/* the stats control file, or NULL */
 	struct timespec control_time;	/* its times: when the file system started */
@@ -99,12 +68,9 @@ struct ufs_fs {
 	struct ufs_copies copies;
 	struct ufs_budget budget;	/* descriptors charged per user */
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */
-	/* Kernel passthrough (passthrough.c): set before the first request. */
-	enum ufs_passthrough_state passthrough;	/* changes only ON -> EPERM, atomically */
-	int dev_fd;			/* /dev/fuse, for BACKING_OPEN and BACKING_CLOSE */
-	uint64_t backing_ids;		/* registered now; atomic */
+	struct ufs_passthrough pt;	/* kernel passthrough (passthrough.h) */
 	/*
-	 * What the file system asks of the daemon above it (daemon.c sets
+	 * What the file system asks of the daemon above it (daemon_start.c sets
 	 * them): the control file's stats snapshot, and telling the kernel
 	 * that its cached attributes of nodeid are stale, after a change the
 	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE).
@@ -114,96 +80,6 @@ struct ufs_fs {
 	void *upcall_arg;
 };
 
-int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *source);
-void ufs_fs_destroy(struct ufs_fs *fs);
-int ufs_fs_reopen_proc(struct ufs_fs *fs);
-/* Where the hand-over record keeps node and file records for a successor. */
-void ufs_fs_set_record(struct ufs_fs *fs, struct ufs_record *record);
-
-/* handle.c: the fh table */
-int ufs_file_table_init(struct ufs_fs *fs);
-void ufs_file_table_destroy(struct ufs_fs *fs);
-int ufs_file_register(struct ufs_fs *fs, struct ufs_file *file, uint64_t *fh);
-struct ufs_file *ufs_file_lookup(struct ufs_fs *fs, uint64_t fh);
-struct ufs_file *ufs_file_unregister(struct ufs_fs *fs, uint64_t fh);
-struct ufs_file *ufs_file_new(struct ufs_inode *inode, int fd, int flags);
-void ufs_file_for_each_fd(struct ufs_fs *fs, void (*fn)(void *arg, uint32_t index, int fd),
-			  void *arg);
-int ufs_file_restore(struct ufs_fs *fs, uint32_t index, uint32_t gen, struct ufs_file *file);
-void ufs_file_table_restored(struct ufs_fs *fs);
-void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file);
-void ufs_file_pin(struct ufs_fs *fs, struct ufs_file *file, bool prepaid);
-
-/* creds.c: run creating calls as the caller */
-#define UFS_CREDS_INLINE_GROUPS 32
-struct ufs_creds {
-	bool switched;
-	bool strip_setid;		/* a new inode gets no set-id bits (not root) */
-	uid_t uid;
-	gid_t gid;
-	/* the caller's groups while they are read: inline_groups, or the heap */
-	gid_t *groups;
-	size_t groups_cap;
-	gid_t inline_groups[UFS_CREDS_INLINE_GROUPS];
-	uint64_t caps;			/* the caller's CapEff, once read */
-	bool caps_read;
-	struct ufs_ident_saved ident;	/* CAP_SYS_RESOURCE dropped */
-};
-int ufs_creds_enter(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_creds *saved);
-void ufs_creds_leave(struct ufs_creds *saved);
-bool ufs_caller_in_group(const struct ufs_req *req, gid_t gid);
-/* The mode a creating call may give its new inode. */
-mode_t ufs_creds_mode(const struct ufs_creds *c, mode_t mode);
-/*
- * Whose limits a call of req meets: its caller's, or with file (a write
- * from the page cache, FUSE_WRITE_CACHE, or one with no caller) that
- * file's opener's.
- */
-void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs_file *file,
-		  struct ufs_ident *who);
-
-/* fs_shared.c: what the handlers share */
-int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
-int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write);
-void ufs_file_fd_put(struct ufs_file *file, int fd);
-int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file);
-int ufs_open_noatime(struct ufs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
-int ufs_proc_name(const struct ufs_inode *inode, char *buf, size_t len);
-void ufs_fill_attr(struct fuse_attr *attr, const struct stat *st);
-void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
-		    const struct stat *st);
-void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struct ufs_inode *inode,
-		       const struct stat *st);
-/* How long the kernel may cache the inode's attributes, in seconds. */
-double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode);
-bool ufs_replay_made(struct ufs_fs *fs, const struct ufs_req *req, int dir_fd, const char *name,
-		     mode_t type, const struct stat *link_of);
-int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,
-		  struct fuse_entry_out *e);
-int ufs_kill_suidgid(struct ufs_fs *fs, const struct ufs_req *req, struct ufs_inode *inode,
-		     const struct stat *st, bool may_fsetid);
-void ufs_attr_stale(struct ufs_fs *fs, const struct ufs_inode *inode);
-void ufs_umask_enter(struct ufs_fs *fs, uint32_t umask_in);
-void ufs_umask_leave(struct ufs_fs *fs);
-uint64_t ufs_timeout_sec(double t);
-uint32_t ufs_timeout_nsec(double t);
-
-/* The stats control file, if configured and looked up. */
-bool ufs_is_control_name(struct ufs_fs *fs, const struct ufs_inode *parent, const char *name);
-struct ufs_inode *ufs_control_inode(struct ufs_fs *fs);
-void ufs_control_stat(struct ufs_fs *fs, struct stat *st);
-int ufs_control_init(struct ufs_fs *fs);
-ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags);
-ssize_t ufs_control_read(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
-			 uint64_t off, uint32_t size);
-
-/* fs_xattr.c */
-const char *ufs_acls_unenforced(const struct ufs_config *cfg, const struct ufs_conn *conn);
-
-/* fs_lock.c */
-void ufs_lock_release_owner(struct ufs_fs *fs, struct ufs_inode *inode, uint64_t owner);
-void ufs_lock_release_fh(struct ufs_inode *inode, uint64_t fh);
-void ufs_lock_release_all(struct ufs_inode *inode);
 
 /* Handlers, one per opcode, in fs_*.c.  Return >= 0: reply payload length in req->out. */
 #define UFS_OP_HANDLERS(X)                                                                        \

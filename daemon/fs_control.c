@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_file.h"
 
 #define CONTROL_INO 0xffffffffffffff00ULL	/* outside any real file system's range */
 
@@ -76,7 +79,7 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 	ufs_inode_ref(&fs->inodes, req->inode);
 	if (fs->control_snapshot)
 		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
-	ret = ufs_file_register(fs, file, &fh);
+	ret = ufs_file_register(&fs->files, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);
 		return ret;

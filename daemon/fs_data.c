@@ -20,7 +20,11 @@
 #include <unistd.h>
 
 #include "caller.h"
+#include "creds.h"
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_shared.h"
 #include "log.h"
 #include "init_negotiate.h"
 #include "worker.h"
@@ -29,7 +33,7 @@
 
 static struct ufs_file *file_get(struct ufs_fs *fs, uint64_t fh)
 {
-	return ufs_file_lookup(fs, fh);
+	return ufs_file_lookup(&fs->files, fh);
 }
 
 
@@ -389,7 +393,7 @@ ssize_t ufs_op_copy_file_range(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_ioctl_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	struct fuse_ioctl_out *out = req->out;
 	unsigned long cmd;
 	union {

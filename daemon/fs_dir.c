@@ -14,7 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_file.h"
+#include "fs_shared.h"
 #include "log.h"
 
 #define DIR_BUF_SIZE 32768
@@ -59,7 +63,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	file->charged = true;
 	ufs_inode_ref(&fs->inodes, req->inode);
 	ufs_file_pin(fs, file, false);
-	ret = ufs_file_register(fs, file, &fh);
+	ret = ufs_file_register(&fs->files, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);
 		return ret;
@@ -72,7 +76,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_releasedir(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_release_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_unregister(fs, in->fh);
+	struct ufs_file *file = ufs_file_unregister(&fs->files, in->fh);
 
 	if (!file)
 		return -EBADF;
@@ -83,7 +87,7 @@ ssize_t ufs_op_releasedir(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_fsyncdir(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_fsync_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	int ret;
 
 	if (!file || !file->is_dir)
@@ -178,7 +182,7 @@ static int put_direntplus(struct ufs_fs *fs, struct ufs_inode *parent, void *buf
 static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
 {
 	const struct fuse_read_in *in = req->args.op;
-	struct ufs_file *dir = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *dir = ufs_file_lookup(&fs->files, in->fh);
 	size_t cap = in->size < req->out_cap ? in->size : req->out_cap;
 	bool at_root = req->inode == fs->inodes.root && fs->control;
 	uint8_t *out = req->out;

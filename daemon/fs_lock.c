@@ -24,7 +24,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "file_table.h"
 #include "fs.h"
+#include "fs_lock.h"
+#include "fs_shared.h"
 #include "lockdep.h"
 #include "log.h"
 #include "wait.h"
@@ -225,7 +228,7 @@ ssize_t ufs_op_getlk(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_lk_in *in = req->args.op;
 	struct fuse_lk_out *out = req->out;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	struct ufs_inode *inode = req->inode;
 	struct ufs_lock_owner *o;
 	struct flock fl;
@@ -329,7 +332,7 @@ static void wait_end(struct ufs_inode *inode, struct ufs_lock_owner *o)
 ssize_t ufs_op_setlk(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_lk_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	struct flock fl;
 	int fd;
 
@@ -374,7 +377,7 @@ static const struct ufs_wait_ops lock_wait_ops = {
 ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_lk_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	struct lock_wait *w;
 	int ret;
 

@@ -15,7 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "creds.h"
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_file.h"
+#include "fs_lock.h"
+#include "fs_shared.h"
+#include "io_path.h"
 #include "log.h"
 #include "wait.h"
 
@@ -105,7 +112,7 @@ static int open_reply(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *f
 	if (!ret && file->io_mode == UFS_IO_PASSTHROUGH && !(open_flags & FOPEN_DIRECT_IO))
 		drop_descriptor(fs, file);
 	if (!ret)
-		ret = ufs_file_register(fs, file, &fh);
+		ret = ufs_file_register(&fs->files, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);
 		return ret;
@@ -402,7 +409,7 @@ ssize_t ufs_op_tmpfile(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_flush_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(fs, in->fh);
+	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
 	int fd;
 
 	if (!file)
@@ -430,7 +437,7 @@ ssize_t ufs_op_flush(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_release_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_unregister(fs, in->fh);
+	struct ufs_file *file = ufs_file_unregister(&fs->files, in->fh);
 
 	if (!file)
 		return -EBADF;

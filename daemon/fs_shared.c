@@ -14,7 +14,11 @@
 #include <unistd.h>
 
 #include "caller.h"
+#include "creds.h"
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_shared.h"
 #include "log.h"
 #include "init_negotiate.h"
 

@@ -17,6 +17,7 @@
 
 #include "caller.h"
 #include "fs.h"
+#include "fs_xattr.h"
 #include "init_negotiate.h"
 
 #define ACL_ACCESS "system.posix_acl_access"

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "file_table.h"
 #include "handover_socket.h"
 #include "handover_status.h"
 #include "log.h"
@@ -299,7 +300,7 @@ static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
 	ret = send_msg(sock, &m, fds, n);
 	if (!ret) {
 		b.m = (struct handover_msg){ .magic = HANDOVER_MAGIC, .type = MSG_FILES };
-		ufs_file_for_each_fd(&d->fs, file_add, &b);
+		ufs_file_for_each_fd(&d->fs.files, file_add, &b);
 		ret = files_flush(&b);
 	}
 	if (!ret)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fs_setup.h"
 #include "handover_socket.h"
 #include "handover_start.h"
 #include "handover_status.h"

@@ -8,7 +8,9 @@
 
 #include "daemon.h"
 #include "dev.h"
+#include "fs_xattr.h"
 #include "init_exchange.h"
+#include "io_path.h"
 #include "log.h"
 #include "uring.h"
 
@@ -83,7 +85,7 @@ int ufs_init_exchange(struct ufs_daemon *d)
 	ufs_info("FUSE %u.%u, max_write=%u, flags=0x%llx", FUSE_KERNEL_VERSION, d->conn.minor,
 		 d->conn.max_write, (unsigned long long)d->conn.flags);
 	/* BACKING_OPEN works only once the kernel has taken the reply. */
-	if (ufs_passthrough_start(&d->fs, d->fuse_fd, &why) != UFS_PT_ON) {
+	if (ufs_io_path_start(&d->fs, d->fuse_fd, &why) != UFS_PT_ON) {
 		if (d->cfg.io_path == UFS_IO_PATH_PASSTHROUGH) {
 			ufs_err("io_path=passthrough, but %s", why);
 			return -EOPNOTSUPP;

@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "daemon.h"
 #include "daemon_start.h"
+#include "fs_setup.h"
 #include "handover_fdstore.h"
 #include "handover_socket.h"
 #include "handover_start.h"
@@ -53,8 +54,8 @@ static void log_serving(struct ufs_daemon *d)
 		 d->source, d->mountpoint, d->transport == UFS_TRANSPORT_URING ? "uring" : "dev",
 		 d->nworkers, ufs_queue_mode_name(d->queue_mode),
 		 ufs_zero_copy_state_name(d->zero_copy_state),
-		 d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
-			 "unused" : ufs_passthrough_state_name(d->fs.passthrough));
+		 d->fs.zero_copy && d->fs.pt.state == UFS_PT_ON ?
+			 "unused" : ufs_passthrough_state_name(d->fs.pt.state));
 }
 
 static bool uringfs_mount_there(struct ufs_daemon *d)

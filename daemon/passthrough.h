@@ -17,6 +17,7 @@
 #include "io_mode.h"
 
 struct ufs_fs;
+struct ufs_ident;
 struct ufs_file;
 struct ufs_req;
 
@@ -39,27 +40,33 @@ enum ufs_pt_refusal {
 	UFS_PT_REFUSED_COUNT,
 };
 
+/* The daemon's kernel passthrough (fs->pt): set before the first request. */
+struct ufs_passthrough {
+	enum ufs_passthrough_state state;	/* changes only ON -> EPERM, atomically */
+	int dev_fd;			/* /dev/fuse, for BACKING_OPEN and BACKING_CLOSE */
+	uint64_t backing_ids;		/* registered now; atomic */
+};
+
+void ufs_passthrough_init(struct ufs_passthrough *pt);
 /*
- * After INIT: state from the negotiation and a BACKING_OPEN probe on
- * dev_fd.  why is set when the state is not UFS_PT_ON.
+ * Whether BACKING_OPEN works on pt->dev_fd: a probe with dir_fd, a
+ * directory (refused after the capability check).  Sets and returns the
+ * state; *why when it is not UFS_PT_ON.
  */
-enum ufs_passthrough_state ufs_passthrough_start(struct ufs_fs *fs, int dev_fd, const char **why);
+enum ufs_passthrough_state ufs_passthrough_probe(struct ufs_passthrough *pt, int dir_fd,
+						 const char **why);
+/* BACKING_OPEN said EPERM: the capability went (ON -> EPERM, logged once). */
+void ufs_passthrough_lost_capability(struct ufs_passthrough *pt);
 const char *ufs_passthrough_state_name(enum ufs_passthrough_state state);
 const char *ufs_pt_refusal_name(enum ufs_pt_refusal why);
 
-/*
- * Chooses the data path of a new open of file (file->fd open with the
- * client's flags) and counts it.  Sets the FOPEN_* flags of the path in
- * *open_flags and the backing id in *backing_id.  Returns 0, or -ETXTBSY
- * when the kernel's per-inode rule leaves no path that is safe.
- */
-int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *file,
-		     uint32_t *open_flags, int32_t *backing_id);
-/* The file's open is gone: the inode's last passthrough open closes its backing id. */
-void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file);
-
-/* A predecessor's open file on the path the kernel holds it on (restore.c). */
-int ufs_io_path_restore(struct ufs_fs *fs, struct ufs_file *file, enum ufs_io_mode mode,
-			int backing_id);
+/* BACKING_OPEN of fd as who: the new id, or -errno. */
+int ufs_backing_open(struct ufs_passthrough *pt, int fd, const struct ufs_ident *who);
+void ufs_backing_close(struct ufs_passthrough *pt, int id);
+/* A predecessor's backing id, which the kernel still holds, counted again. */
+void ufs_backing_adopted(struct ufs_passthrough *pt);
+enum ufs_backing_fs ufs_backing_fs_of(int fd);
+/* What keeps the backing file fd off passthrough, or UFS_PT_REFUSED_COUNT for nothing. */
+enum ufs_pt_refusal ufs_backing_refusal(int fd);
 
 #endif /* UFS_PASSTHROUGH_H */

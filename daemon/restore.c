@@ -23,6 +23,11 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "file_table.h"
+#include "fs_setup.h"
+#include "fs_file.h"
+#include "fs_shared.h"
+#include "io_path.h"
 #include "log.h"
 #include "restore.h"
 #include "uring.h"
@@ -198,7 +203,7 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 	ufs_file_pin(fs, file, false);
 	ret = ufs_io_path_restore(fs, file, f->io_mode, f->backing_id);
 	if (!ret)
-		ret = ufs_file_restore(fs, index, f->gen, file);
+		ret = ufs_file_restore(&fs->files, index, f->gen, file);
 	if (ret)
 		ufs_file_free(fs, file);	/* drops the inode's reference */
 	return ret;
@@ -221,7 +226,7 @@ static void restore_files(struct ufs_daemon *d)
 			restored++;
 		}
 	}
-	ufs_file_table_restored(&d->fs);
+	ufs_file_table_restored(&d->fs.files);
 	if (lost)
 		ufs_warn("take-over: %u open files could not be reopened (removed meanwhile?): "
 			 "their I/O fails with EBADF", lost);
@@ -248,7 +253,7 @@ int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 	d->mnt.fd = in->fuse_fd;
 	in->fuse_fd = -1;
 	ufs_fs_set_record(&d->fs, &d->record);
-	if (ufs_passthrough_start(&d->fs, d->fuse_fd, &pt_why) != UFS_PT_ON &&
+	if (ufs_io_path_start(&d->fs, d->fuse_fd, &pt_why) != UFS_PT_ON &&
 	    d->conn.passthrough)
 		ufs_info("passthrough: off (%s)", pt_why);
 	ret = restore_nodes(d, why, len);

@@ -78,8 +78,8 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	fprintf(f, "zero_copy_queues %u\n", d->zc_queues);
 	fprintf(f, "cfr_mode %s\n", ufs_cfr_mode_name(d->fs.copies.mode));
 	fprintf(f, "io_path %s\n", ufs_io_path_name(d->cfg.io_path));
-	fprintf(f, "passthrough %s\n", d->fs.zero_copy && d->fs.passthrough == UFS_PT_ON ?
-		"unused" : ufs_passthrough_state_name(d->fs.passthrough));
+	fprintf(f, "passthrough %s\n", d->fs.zero_copy && d->fs.pt.state == UFS_PT_ON ?
+		"unused" : ufs_passthrough_state_name(d->fs.pt.state));
 	fprintf(f, "protocol 7.%u\n", d->conn.minor);
 	put_counters(f, "", &total);
 	put_u64(f, "bad_requests", total.bad_requests);
@@ -102,7 +102,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "opens_passthrough", total.opens_passthrough);
 	put_u64(f, "opens_zero_copy", total.opens_zero_copy);
 	put_u64(f, "opens_copy", total.opens_copy);
-	put_u64(f, "backing_ids", __atomic_load_n(&d->fs.backing_ids, __ATOMIC_RELAXED));
+	put_u64(f, "backing_ids", __atomic_load_n(&d->fs.pt.backing_ids, __ATOMIC_RELAXED));
 	put_u64(f, "fds_share", d->fs.budget.share);
 	put_u64(f, "fds_charged", __atomic_load_n(&d->fs.budget.pooled, __ATOMIC_RELAXED));
 	put_u64(f, "fds_refused", __atomic_load_n(&d->fs.budget.refused, __ATOMIC_RELAXED));

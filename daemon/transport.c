@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "copy.h"
+#include "copy_probe.h"
 #include "daemon.h"
 #include "dev.h"
 #include "log.h"

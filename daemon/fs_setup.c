@@ -10,7 +10,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "file_table.h"
 #include "fs.h"
+#include "fs_control.h"
+#include "fs_file.h"
+#include "fs_lock.h"
+#include "fs_setup.h"
 
 /* The descriptor limit the budget shares out (raised to the hard limit by then). */
 static unsigned long nofile_limit(void)
@@ -33,7 +38,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
-	fs->dev_fd = -1;
+	ufs_passthrough_init(&fs->pt);
 	fs->cfg = cfg;
 	fs->running_as_root = geteuid() == 0;
 
@@ -55,7 +60,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	ret = ufs_inode_store_init(&fs->inodes, cfg, &fs->confine, ufs_lock_release_all);
 	if (ret)
 		goto err_close_root;
-	ret = ufs_file_table_init(fs);
+	ret = ufs_fs_files_init(fs);
 	if (ret)
 		goto err_inodes;
 	/* From here the root inode owns root_fd. */
@@ -66,7 +71,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	if (!ret)
 		ret = ufs_control_init(fs);
 	if (ret) {
-		ufs_file_table_destroy(fs);
+		ufs_file_table_destroy(&fs->files);
 		ufs_inode_store_destroy(&fs->inodes);	/* closes root_fd with the root inode */
 		close(proc_fd);
 		return ret;
@@ -79,7 +84,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	return 0;
 
 err_files:
-	ufs_file_table_destroy(fs);
+	ufs_file_table_destroy(&fs->files);
 err_inodes:
 	ufs_inode_store_destroy(&fs->inodes);
 err_close_root:
@@ -119,11 +124,11 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	 * from a copy or a wait that ends now (its descriptor number may be
 	 * another file's already).
 	 */
-	fs->dev_fd = -1;
+	fs->pt.dev_fd = -1;
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);
-	ufs_file_table_destroy(fs);
+	ufs_file_table_destroy(&fs->files);
 	ufs_inode_store_destroy(&fs->inodes);
 	ufs_confine_destroy(&fs->confine);
 	close(fs->confine.proc_fd);
