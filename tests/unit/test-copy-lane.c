@@ -75,7 +75,8 @@ static void test_cancel(void)
 	ok(ufs_copy_line_dequeue(&line, &turns[4]), "the last waiting copy is taken out");
 	ok(line.tail == &turns[3], "the tail is then the one before it");
 	ufs_copy_line_end(&line, &turns[4]);
-	arrive(4); /* a new copy (reusing the slot) goes behind 3 */
+	turns[4] = (struct ufs_copy_turn){ 0 };	/* a new copy's turn starts NEW */
+	arrive(4); /* a new copy (in the freed slot) goes behind 3 */
 	is_int(finish_and_next(), 1, "the turns skip the ones taken out: 1");
 	is_int(finish_and_next(), 3, "then 3");
 	is_int(finish_and_next(), 4, "then the newcomer, behind them");
