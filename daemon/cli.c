@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config_check.h"
 #include "config_file.h"
 #include "handover_status.h"
 #include "stats_prom.h"

@@ -133,9 +133,6 @@ void ufs_config_defaults(struct ufs_config *cfg);
 int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
 		   enum ufs_source src, struct ufs_config_error *err);
 
-/* Checks across keys; err names the keys involved.  Returns 0 or -EINVAL. */
-int ufs_config_validate(struct ufs_config *cfg, struct ufs_config_error *err);
-
 void ufs_config_print(const struct ufs_config *cfg, FILE *out);
 
 /* Name of the key at table index i, or NULL past the end (docs tests). */

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "config_check.h"
 #include "config_file.h"
 #include "fuzz.h"
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_check.h"
 #include "fuzz.h"
 #include "init_negotiate.h"
 

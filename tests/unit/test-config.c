@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config_check.h"
 #include "config_file.h"
 #include "log.h"
 #include "tap.h"
