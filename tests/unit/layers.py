@@ -238,28 +238,23 @@ def main():
     stale = sorted(f for f in tier_of if f not in uses)
     ok(not stale, 'every file of the layer table is built',
        [f'{f}: in the table, but no object' for f in stale])
-    for f in sorted(uses):
-        if f not in tier_of:
-            continue
-        up = []
-        for g, syms in sorted(edges.get(f, {}).items()):
-            if g in tier_of and tier_of[g] < tier_of[f]:
-                up.append(f'{f} ({tiers[tier_of[f]][0]}) -> {g} ({tiers[tier_of[g]][0]}): '
-                          f'{" ".join(sorted(syms))}')
-        ok(not up, f'{f}: calls only its own tier and those below', up)
+    def downward(edge_map, verb, sep):
+        """One check per file: every edge of edge_map goes to its tier or below."""
+        for f in sorted(uses):
+            if f not in tier_of:
+                continue
+            up = [f'{f} ({tiers[tier_of[f]][0]}) -> {g} ({tiers[tier_of[g]][0]}): '
+                  f'{sep.join(sorted(set(why)))}'
+                  for g, why in sorted(edge_map.get(f, {}).items())
+                  if g in tier_of and tier_of[g] < tier_of[f]]
+            ok(not up, f'{f}: {verb} only its own tier and those below', up)
+
+    downward(edges, 'calls', ' ')
     found = circles(edges)
     ok(not found, 'no circles', [' -> '.join(c) for c in found])
 
     ok(not misplaced, 'each header declares only its own module\'s symbols', misplaced)
-    for f in sorted(uses):
-        if f not in tier_of:
-            continue
-        up = []
-        for g, why in sorted(inc_edges.get(f, {}).items()):
-            if g in tier_of and tier_of[g] < tier_of[f]:
-                up.append(f'{f} ({tiers[tier_of[f]][0]}) -> {g} ({tiers[tier_of[g]][0]}): '
-                          f'{"; ".join(sorted(set(why)))}')
-        ok(not up, f'{f}: includes only its own tier and those below', up)
+    downward(inc_edges, 'includes', '; ')
     found = circles(inc_edges)
     ok(not found, 'no circles by includes', [' -> '.join(c) for c in found])
     both = collections.defaultdict(lambda: collections.defaultdict(list))
