@@ -250,7 +250,7 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 	 * The attributes the kernel cached before this open (the LOOKUP's or
 	 * the open's own GETATTR, for attr_timeout) would hide what a mapping
 	 * does to the backing file: dropped.  FUSE_NOTIFY_INVAL_INODE with a
-	 * negative offset takes no inode lock (daemon.c: attr_stale), so it is
+	 * negative offset takes no inode lock (daemon_start.c: attr_stale), so it is
 	 * safe while the kernel waits for this OPEN's reply.  The upcall
 	 * itself: ufs_attr_stale is a layer above.
 	 */

@@ -4,7 +4,7 @@
  * settings.
  *
  * Input: 8 bytes of settings (below), then the fuse_init_in bytes the kernel
- * sent, as many as there are (init.c passes at least 8).  The bytes are
+ * sent, as many as there are (init_exchange.c passes at least 8).  The bytes are
  * copied to a buffer of exactly that size, so ASan sees a read of a field
  * that did not arrive.
  *
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ret;
 
 	if (size < sizeof(s) + 8)
-		return -1;	/* init.c never passes fewer than 8 bytes */
+		return -1;	/* init_exchange.c never passes fewer than 8 bytes */
 	memcpy(&s, data, sizeof(s));
 	settings(&s, &cfg);
 	if (ufs_config_validate(&cfg, &err))

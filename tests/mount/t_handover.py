@@ -387,7 +387,7 @@ def second_daemon_refused():
 
 
 def takeover_socket(real, uid=0):
-    """The take-over socket's path (handover.c): FNV-1a of the real path."""
+    """The take-over socket's path (handover_socket.c): FNV-1a of the real path."""
     h = 0xcbf29ce484222325
     for b in real.encode():
         h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
