@@ -24,6 +24,8 @@
 # Extra daemon options (workers=4, backing_direct_io=on) go in UFS_BENCH_OPTS.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$top/bench/lib.sh"
 daemon=${UFS_DAEMON:-$top/daemon/uringfs}
 runtime=10
 size=256m
@@ -47,9 +49,7 @@ declare -A path_opts=([uring]="" [copy]=",io_path=copy" [pt]=",io_path=passthrou
 	[zc]=",io_path=zero_copy")
 
 cleanup() {
-	if mountpoint -q "$mnt"; then
-		fusermount3 -u "$mnt" || umount -l "$mnt"
-	fi
+	bench_umount "$mnt"
 	if mountpoint -q "$work/tmpfs"; then
 		umount "$work/tmpfs"
 	fi
@@ -75,16 +75,11 @@ layout() {
 }
 
 start_daemon() {
-	mkdir -p "$work/tmpfs/$1" "$mnt"
-	"${3:-$daemon}" -o "$2${UFS_BENCH_OPTS:+,$UFS_BENCH_OPTS}" "$work/tmpfs/$1" "$mnt"
-	grep -E '^(transport|queue_mode|workers|zero_copy|passthrough) ' "$mnt/.uringfs" |
-		tr '\n' ' ' >&2
-	echo >&2
+	bench_ufs_mount "${3:-$daemon}" "$2" "$work/tmpfs/$1" "$mnt"
 }
 
 stop_daemon() {
-	fusermount3 -u "$mnt"
-	sleep 0.5
+	bench_umount "$mnt"
 }
 
 tests=("randread 1m" "randwrite 1m" "randread 128k" "randwrite 128k")
@@ -102,12 +97,7 @@ measure() {
 	done
 }
 
-median() {
-	python3 -c 'import statistics, sys; print("%.0f" % statistics.median(map(float, sys.argv[1:])))' "$@"
-}
-
-mkdir -p "$work/tmpfs"
-mount -t tmpfs -o size=8g tmpfs "$work/tmpfs"
+bench_tmpfs 8g "$work/tmpfs"
 uname -r >&2
 IFS=, read -ra wanted <<<"$configs"
 for ((round = 1; round <= rounds; round++)); do
@@ -144,12 +134,8 @@ for ((round = 1; round <= rounds; round++)); do
 done
 for key in "${!runs[@]}"; do
 	# shellcheck disable=SC2086 # the list splits on purpose
-	mibs[$key]=$(median ${runs[$key]})
+	mibs[$key]=$(bench_median %.0f ${runs[$key]})
 done
-
-ratio() {
-	python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2fx' % (a / b) if b else '-')" "$1" "$2"
-}
 
 ((rounds == 1)) || printf '\nmedians of %d rounds, configs in turn\n' "$rounds"
 printf '\n| test | %s |\n' "$(printf '%s MiB/s | ' "${wanted[@]}" | sed 's/ | $//')"
@@ -160,7 +146,7 @@ for t in "${tests[@]}"; do
 	for config in "${wanted[@]}"; do
 		value=${mibs[$config,$rw,$bs]}
 		if [[ $config != native && -n ${mibs[native,$rw,$bs]:-} ]]; then
-			value="$value ($(ratio "$value" "${mibs[native,$rw,$bs]}"))"
+			value="$value ($(bench_ratio "$value" "${mibs[native,$rw,$bs]}"))"
 		fi
 		row="$row $value |"
 	done
@@ -173,7 +159,7 @@ compare() {
 	echo
 	for t in "${tests[@]}"; do
 		read -r rw bs <<<"$t"
-		echo "$what, $rw $bs: $(ratio "${mibs[$a,$rw,$bs]}" "${mibs[$b,$rw,$bs]}")"
+		echo "$what, $rw $bs: $(bench_ratio "${mibs[$a,$rw,$bs]}" "${mibs[$b,$rw,$bs]}")"
 	done
 }
 compare copy dev "io_uring copy / dev copy"
