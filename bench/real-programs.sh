@@ -275,8 +275,9 @@ configure_make() {
 	fi
 }
 
+# As a user's interpreter does, whatever this shell's environment says.
 py_import() {
-	"$py" -c 'import importlib, sys
+	env -u PYTHONDONTWRITEBYTECODE "$py" -c 'import importlib, sys
 sys.path.insert(0, sys.argv[1])
 for name in open(sys.argv[2]).read().split():
     importlib.import_module(name)' "$1" "$assets/py/modules.txt"
