@@ -438,7 +438,7 @@ for k, label in rows:
 
 if rounds > 1:
     print('\nspread: fastest-slowest round, seconds\n')
-    print('| workload | ' + ' | '.join(HEAD[t] for t in targets) + ' |')
+    print('| workload | ' + ' | '.join(HEAD[t].replace(' s', '') for t in targets) + ' |')
     print('|---|' + '---|' * len(targets))
     for k, label in rows:
         cells = []
