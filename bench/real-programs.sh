@@ -55,8 +55,12 @@
 # filtered by the mount's connection) and prints them per workload and
 # opcode for each FUSE target.  FORGET and BATCH_FORGET do not pass that
 # tracepoint: for uringfs targets the FORGET column is the daemon's own
-# op_forget + op_batch_forget counters from .uringfs.  Tracing costs a little
-# time per request, so time a run without it.
+# op_forget + op_batch_forget counters from .uringfs.  On a kernel without
+# the tracepoint every count comes from those counters (uringfs targets
+# only; reading them costs about six requests of its own, the OPEN, READs,
+# IOCTL, FLUSH and RELEASE of .uringfs; UFS_REAL_COUNTING=daemon
+# counts that way anywhere).  Tracing costs a
+# little time per request, so time a run without it.
 set -euo pipefail
 export LC_ALL=C
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -179,48 +183,70 @@ fi
 
 # --- tracing ----------------------------------------------------------------
 
+# How requests are counted with --trace: "tracepoint", or "daemon" (the
+# uringfs targets' own op_* counters) on a kernel without the tracepoint.
+counting=
 if ((trace)); then
 	tracefs=/sys/kernel/tracing
 	if [[ ! -d $tracefs/instances ]]; then
-		mount -t tracefs nodev "$tracefs"
+		mount -t tracefs nodev "$tracefs" || true
 	fi
-	if [[ ! -d $tracefs/events/fuse/fuse_request_send ]]; then
-		echo "this kernel has no fuse_request_send tracepoint: --trace needs one" >&2
-		exit 1
+	if [[ ${UFS_REAL_COUNTING:-} != daemon && -d $tracefs/events/fuse/fuse_request_send ]]; then
+		counting=tracepoint
+		inst=$tracefs/instances/ufs-real.$$
+		mkdir "$inst"
+		# 40 bytes or so an event: room for about 1.6 million per CPU.
+		echo 65536 >"$inst/buffer_size_kb"
+	else
+		counting=daemon
+		echo "no events/fuse/fuse_request_send here: counting with the" \
+			"daemon's op_* counters (uringfs targets only)" >&2
 	fi
-	inst=$tracefs/instances/ufs-real.$$
-	mkdir "$inst"
-	# 40 bytes or so an event: room for about 1.6 million per CPU.
-	echo 65536 >"$inst/buffer_size_kb"
 fi
 
-# Start counting the requests of the mount at $mnt.
-trace_start() {
-	local ev=$inst/events/fuse/fuse_request_send
-	echo "connection == $(bench_kdev "$mnt")" >"$ev/filter"
-	: >"$inst/trace"
-	echo 1 >"$ev/enable"
+# The daemon's op_* counters, "NAME COUNT" a line, NAME without op_ and in
+# capitals, FORGET and BATCH_FORGET summed as FORGET.
+daemon_ops() {
+	awk '$1 ~ /^op_/ { op = toupper(substr($1, 4)); if (op == "BATCH_FORGET") op = "FORGET"
+		n[op] += $2 } END { for (op in n) print op, n[op] }' "$mnt/.uringfs" | sort
+}
+
+# Start counting the requests of TARGET's mount at $mnt.
+count_start() {
+	local target=$1 ev=$inst/events/fuse/fuse_request_send
+	[[ $target == hp ]] || daemon_ops >"$work/ops.before"
+	if [[ $counting == tracepoint ]]; then
+		echo "connection == $(bench_kdev "$mnt")" >"$ev/filter"
+		: >"$inst/trace"
+		echo 1 >"$ev/enable"
+	fi
 }
 
 # Stop counting and record the requests of TARGET WORKLOAD by opcode.
-trace_stop() {
+count_stop() {
 	local target=$1 wl=$2 lost
-	echo 0 >"$inst/events/fuse/fuse_request_send/enable"
-	{ grep -o 'opcode [0-9]* ([A-Z_0-9]*)' "$inst/trace" || true; } |
-		sed 's/.*(FUSE_\(.*\))/\1/' | sort | uniq -c |
-		while read -r count op; do
-			echo "req $target $wl $round $op $count"
-		done >>"$results"
-	lost=$(awk '/^overrun:/ { n += $2 } END { print n + 0 }' "$inst"/per_cpu/cpu*/stats)
-	if ((lost)); then
-		echo "warning: $target $wl: the trace buffer lost $lost requests" >&2
+	# RELEASE of the last files and FORGETs come just after the program.
+	sleep 0.3
+	if [[ $counting == tracepoint ]]; then
+		echo 0 >"$inst/events/fuse/fuse_request_send/enable"
+		{ grep -o 'opcode [0-9]* ([A-Z_0-9]*)' "$inst/trace" || true; } |
+			sed 's/.*(FUSE_\(.*\))/\1/' | sort | uniq -c |
+			while read -r count op; do
+				echo "req $target $wl $round $op $count"
+			done >>"$results"
+		lost=$(awk '/^overrun:/ { n += $2 } END { print n + 0 }' "$inst"/per_cpu/cpu*/stats)
+		if ((lost)); then
+			echo "warning: $target $wl: the trace buffer lost $lost requests" >&2
+		fi
 	fi
-}
-
-# The daemon's FORGET and BATCH_FORGET count so far (uringfs targets).
-forgets() {
-	awk '$1 == "op_forget" || $1 == "op_batch_forget" { n += $2 } END { print n + 0 }' \
-		"$mnt/.uringfs"
+	[[ $target != hp ]] || return 0
+	# FORGET does not pass the tracepoint: it comes from the daemon either way.
+	daemon_ops | join "$work/ops.before" - |
+		while read -r op before after; do
+			if [[ $op == FORGET || $counting == daemon ]] && ((after > before)); then
+				echo "req $target $wl $round $op $((after - before))"
+			fi
+		done >>"$results"
 }
 
 # --- the workloads ----------------------------------------------------------
@@ -228,27 +254,21 @@ forgets() {
 # Run WORKLOAD's command for TARGET; time it (and count its requests) if
 # WORKLOAD is wanted, else only run it.
 step() {
-	local target=$1 wl=$2 t0 t1 f0=0
+	local target=$1 wl=$2 t0 t1 counted=0
 	shift 2
 	if ! has "${wl%[0-9]}"; then
 		"$@"
 		return
 	fi
-	if ((trace)) && [[ $target != native ]]; then
-		[[ $target == hp ]] || f0=$(forgets)
-		trace_start
+	if [[ -n $counting && $target != native ]] &&
+		[[ $counting == tracepoint || $target != hp ]]; then
+		counted=1
+		count_start "$target"
 	fi
 	t0=$EPOCHREALTIME
 	"$@"
 	t1=$EPOCHREALTIME
-	if ((trace)) && [[ $target != native ]]; then
-		# RELEASE of the last files and FORGETs come just after.
-		sleep 0.3
-		trace_stop "$target" "$wl"
-		if [[ $target != hp ]]; then
-			echo "req $target $wl $round FORGET $(($(forgets) - f0))" >>"$results"
-		fi
-	fi
+	((counted == 0)) || count_stop "$target" "$wl"
 	awk -v a="$t0" -v b="$t1" -v t="$target" -v w="$wl" -v r="$round" \
 		'BEGIN { printf "time %s %s %s %.3f\n", t, w, r, b - a }' | tee -a "$results" >&2
 }
