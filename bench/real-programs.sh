@@ -58,9 +58,9 @@
 # op_forget + op_batch_forget counters from .uringfs.  On a kernel without
 # the tracepoint every count comes from those counters (uringfs targets
 # only; reading them costs about six requests of its own, the OPEN, READs,
-# IOCTL, FLUSH and RELEASE of .uringfs; UFS_REAL_COUNTING=daemon
-# counts that way anywhere).  Tracing costs a
-# little time per request, so time a run without it.
+# IOCTL, FLUSH and RELEASE of .uringfs; UFS_REAL_COUNTING=daemon counts
+# that way anywhere).  Tracing costs a little time per request, so time a
+# run without it.
 set -euo pipefail
 export LC_ALL=C
 top=$(cd "$(dirname "$0")/.." && pwd)
