@@ -54,9 +54,10 @@ static size_t bucket_of_key(const struct ufs_exports *ex, dev_t dev, ino_t ino)
 	return ufs_hash_key(dev, ino, ex->buckets);
 }
 
-int ufs_exports_init(struct ufs_exports *ex, unsigned int limit)
+int ufs_exports_init(struct ufs_exports *ex, unsigned int limit, pthread_mutex_t *lock)
 {
 	memset(ex, 0, sizeof(*ex));
+	ex->lock = lock;
 	ex->limit = limit;
 	ex->buckets = EXPORT_MIN_BUCKETS;
 	ex->by_id = calloc(ex->buckets, sizeof(*ex->by_id));

@@ -55,7 +55,8 @@ struct ufs_export_copy {
 	uint64_t parent;		/* a non-directory is looked for there */
 };
 
-int ufs_exports_init(struct ufs_exports *ex, unsigned int limit);
+/* lock: the inode store's, which every _locked call below needs held. */
+int ufs_exports_init(struct ufs_exports *ex, unsigned int limit, pthread_mutex_t *lock);
 void ufs_exports_destroy(struct ufs_exports *ex);
 void ufs_export_keep_locked(struct ufs_exports *ex, const struct ufs_export_key *inode);
 uint64_t ufs_export_reclaim_locked(struct ufs_exports *ex, dev_t dev, ino_t ino,

@@ -55,13 +55,13 @@ int ufs_inode_store_init(struct ufs_inode_store *inodes, const struct ufs_config
 	inodes->by_key = calloc(inodes->buckets, sizeof(*inodes->by_key));
 	if (!inodes->by_id || !inodes->by_key ||
 	    ufs_exports_init(&inodes->exports,
-			     inodes->cfg->export_support ? inodes->cfg->export_inodes : 0)) {
+			     inodes->cfg->export_support ? inodes->cfg->export_inodes : 0,
+			     &inodes->inode_lock)) {
 		free(inodes->by_id);
 		free(inodes->by_key);
 		ufs_inode_handles_destroy(&inodes->handles);
 		return -ENOMEM;
 	}
-	inodes->exports.lock = &inodes->inode_lock;	/* for UFS_ASSERT_HELD */
 	inodes->next_nodeid = FUSE_ROOT_ID + 1;
 	return pthread_mutex_init(&inodes->inode_lock, NULL) ? -ENOMEM : 0;
 }

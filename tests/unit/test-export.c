@@ -28,10 +28,7 @@ static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int exports_init(struct ufs_exports *ex, unsigned int limit)
 {
-	int ret = ufs_exports_init(ex, limit);
-
-	ex->lock = &store_lock;
-	return ret;
+	return ufs_exports_init(ex, limit, &store_lock);
 }
 
 static void handle_of(struct fake_handle *h, uint64_t seed)

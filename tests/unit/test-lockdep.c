@@ -111,9 +111,8 @@ static int child_calls(bool hold, char *err, size_t errlen)
 		dup2(pipefd[1], STDERR_FILENO);
 		close(pipefd[0]);
 		signal(SIGABRT, SIG_DFL);
-		if (ufs_exports_init(&ex, 16))
+		if (ufs_exports_init(&ex, 16, &lock))
 			_exit(3);
-		ex.lock = &lock;
 		if (hold)
 			pthread_mutex_lock(&lock);
 		_exit(ufs_export_has_locked(&ex, 7) ? 2 : 0);
