@@ -45,6 +45,7 @@ struct ufs_opt {
 static const char *const switch_names[] = { "auto", "on", "off", NULL };
 static const char *const cfr_names[] = { "auto", "ring", "thread", "sync", NULL };
 static const char *const io_path_names[] = { "auto", "passthrough", "zero_copy", "copy", NULL };
+static const char *const cache_names[] = { "auto", "coherent", "timeout", "none", NULL };
 static const char *const rdp_names[] = { "off", "on", "auto", NULL };
 static const char *const xattr_policy_names[] = { "allow", "deny", NULL };
 static const char *const handles_names[] = { "never", "prefer", "mandatory", NULL };
@@ -81,6 +82,7 @@ static const struct ufs_opt opts[] = {
 	ENUM("io_path", "workers", io_path, io_path_names, "auto"),
 
 	OPT("max_write", "fuse", UFS_OPT_SIZE, max_write, 4096, 16 << 20, NULL, "1M"),
+	ENUM("cache", "fuse", cache, cache_names, "auto"),
 	OPT("attr_timeout", "fuse", UFS_OPT_SECONDS, attr_timeout, 0, 86400, NULL, "1"),
 	OPT("entry_timeout", "fuse", UFS_OPT_SECONDS, entry_timeout, 0, 86400, NULL, "1"),
 	OPT("negative_timeout", "fuse", UFS_OPT_SECONDS, negative_timeout, 0, 86400, NULL, "0"),
@@ -539,4 +541,16 @@ const char *ufs_cfr_mode_name(int value)
 const char *ufs_io_path_name(int value)
 {
 	return io_path_names[value];
+}
+
+const char *ufs_cache_policy_name(int value)
+{
+	return cache_names[value];
+}
+
+bool ufs_config_is_set(const struct ufs_config *cfg, const char *key)
+{
+	size_t index;
+
+	return opt_find(key, &index) && cfg->source[index] != UFS_SRC_DEFAULT;
 }

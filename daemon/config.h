@@ -48,6 +48,14 @@ enum ufs_xattr_policy {
 	UFS_XATTR_DENY,
 };
 
+/* How long the kernel caches names and attributes (cache): coherence.h. */
+enum ufs_cache_policy {
+	UFS_CACHE_AUTO,		/* coherent where it can be had, else timeout */
+	UFS_CACHE_COHERENT,	/* coherent, or no start */
+	UFS_CACHE_TIMEOUT,	/* the timeouts below (entry/attr 1 s, negative 0) */
+	UFS_CACHE_NONE,		/* every timeout 0 unless set */
+};
+
 enum ufs_inode_handles {
 	UFS_HANDLES_NEVER,
 	UFS_HANDLES_PREFER,
@@ -85,6 +93,7 @@ struct ufs_config {
 
 	/* [fuse] */
 	unsigned int max_write;
+	int cache;			/* enum ufs_cache_policy */
 	double attr_timeout;
 	double entry_timeout;
 	double negative_timeout;
@@ -148,5 +157,8 @@ int ufs_parse_cpulist(const char *text, cpu_set_t *set, unsigned int *count);
 const char *ufs_switch_name(int value);
 const char *ufs_cfr_mode_name(int value);
 const char *ufs_io_path_name(int value);
+const char *ufs_cache_policy_name(int value);
+/* Was key set (file, -o or command line), rather than left at its default? */
+bool ufs_config_is_set(const struct ufs_config *cfg, const char *key);
 
 #endif /* UFS_CONFIG_H */

@@ -35,6 +35,25 @@ static void attr_stale(void *arg, uint64_t nodeid)
 		ufs_log_once(UFS_LOG_WARN, "invalidating cached attributes: %s", strerror(-ret));
 }
 
+/* The coherence watcher's notifications (coherence.c), on its thread only. */
+static int coherence_notify(void *arg, int code, const void *payload, size_t len)
+{
+	struct ufs_daemon *d = arg;
+
+	return ufs_dev_write_notify(d->fuse_fd, code, payload, len);
+}
+
+/*
+ * Once the connection is up, before the first request: the coherence
+ * watcher, and with it the timeouts replies carry.  A successor's watcher
+ * first invalidates everything: the changes between its predecessor's
+ * last event and its own watch were seen by neither.
+ */
+int ufs_daemon_cache_start(struct ufs_daemon *d, bool inherited)
+{
+	return ufs_coherence_start(&d->fs.coherence, d->conn.minor, inherited, coherence_notify, d);
+}
+
 static char *control_snapshot(void *arg, size_t *len)
 {
 	return ufs_stats_text(arg, len);

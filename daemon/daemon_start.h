@@ -14,6 +14,8 @@ struct ufs_daemon;
 int ufs_daemon_fs_open(struct ufs_daemon *d);
 int ufs_daemon_store_open(struct ufs_daemon *d);
 void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
+/* The coherence watcher (coherence.h), once the connection is up. */
+int ufs_daemon_cache_start(struct ufs_daemon *d, bool inherited);
 /* The workers' slots and CPUs, before any starts. */
 int ufs_daemon_workers_alloc(struct ufs_daemon *d);
 

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "budget.h"
+#include "coherence.h"
 #include "config.h"
 #include "confine.h"
 #include "copy.h"
@@ -49,6 +50,8 @@ struct ufs_fs {
 	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
 	bool suid;			/* the mount honours set-id bits at exec */
 	struct ufs_inode_store inodes;	/* the inode store: its own locks (inode.h) */
+	/* the watcher that keeps the kernel's caches coherent (coherence.h) */
+	struct ufs_coherence coherence;
 	/*
 	 * The hand-over record (record.h), or one that keeps nothing: file
 	 * records under files.file_lock (the store writes node records).

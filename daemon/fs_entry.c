@@ -60,11 +60,13 @@ ssize_t ufs_op_lookup(struct ufs_fs *fs, struct ufs_req *req)
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
 	ret = ufs_do_lookup(fs, req->inode, req->args.name, e);
-	if (ret == -ENOENT && fs->cfg->negative_timeout > 0) {
+	if (ret == -ENOENT && ufs_negative_timeout(fs, req->inode) > 0) {
+		double t = ufs_negative_timeout(fs, req->inode);
+
 		/* nodeid 0: the kernel caches the name as negative for entry_valid. */
 		memset(e, 0, sizeof(*e));
-		e->entry_valid = ufs_timeout_sec(fs->cfg->negative_timeout);
-		e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->negative_timeout);
+		e->entry_valid = ufs_timeout_sec(t);
+		e->entry_valid_nsec = ufs_timeout_nsec(t);
 		return sizeof(*e);
 	}
 	return ret ? ret : (ssize_t)sizeof(*e);

@@ -38,6 +38,7 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
+	ufs_coherence_init(&fs->coherence);
 	ufs_passthrough_init(&fs->pt);
 	fs->cfg = cfg;
 	fs->running_as_root = geteuid() == 0;
@@ -70,6 +71,9 @@ int ufs_fs_init(struct ufs_fs *fs, const struct ufs_config *cfg, const char *sou
 	ret = ufs_inode_handles_probe(&fs->inodes.handles);
 	if (!ret)
 		ret = ufs_control_init(fs);
+	/* Whether names and attributes can be cached until they change (coherence.c). */
+	if (!ret)
+		ret = ufs_coherence_open(&fs->coherence, cfg, &fs->inodes, root_fd, st.st_dev);
 	if (ret) {
 		ufs_file_table_destroy(&fs->files);
 		ufs_inode_store_destroy(&fs->inodes);	/* closes root_fd with the root inode */
@@ -125,6 +129,7 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	 * another file's already).
 	 */
 	fs->pt.dev_fd = -1;
+	ufs_coherence_stop(&fs->coherence);
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);

@@ -179,19 +179,35 @@ double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
 {
 	if (inode && __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED))
 		return 0;
-	return fs->cfg->attr_timeout;
+	return ufs_coherence_timeouts(&fs->coherence, inode ? inode->dev : (dev_t)-1)->attr;
+}
+
+/*
+ * Names, attributes and failed lookups: cached for long where the coherence
+ * watcher sees SOURCE's changes (objects on SOURCE's own file system), else
+ * for the short timeouts (coherence.c).
+ */
+double ufs_entry_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
+{
+	return ufs_coherence_timeouts(&fs->coherence, inode->dev)->entry;
+}
+
+double ufs_negative_timeout(struct ufs_fs *fs, const struct ufs_inode *parent)
+{
+	return ufs_coherence_timeouts(&fs->coherence, parent->dev)->negative;
 }
 
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
 		    const struct stat *st)
 {
 	double attr_timeout = ufs_attr_timeout(fs, inode);
+	double entry_timeout = ufs_entry_timeout(fs, inode);
 
 	memset(e, 0, sizeof(*e));
 	e->nodeid = inode->nodeid;
 	e->generation = 0;
-	e->entry_valid = ufs_timeout_sec(fs->cfg->entry_timeout);
-	e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->entry_timeout);
+	e->entry_valid = ufs_timeout_sec(entry_timeout);
+	e->entry_valid_nsec = ufs_timeout_nsec(entry_timeout);
 	e->attr_valid = ufs_timeout_sec(attr_timeout);
 	e->attr_valid_nsec = ufs_timeout_nsec(attr_timeout);
 	ufs_fill_attr(&e->attr, st);

@@ -29,6 +29,8 @@ void ufs_fill_attr_out(struct ufs_fs *fs, struct fuse_attr_out *out, const struc
 		       const struct stat *st);
 /* How long the kernel may cache the inode's attributes, in seconds. */
 double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode);
+double ufs_entry_timeout(struct ufs_fs *fs, const struct ufs_inode *inode);
+double ufs_negative_timeout(struct ufs_fs *fs, const struct ufs_inode *parent);
 bool ufs_replay_made(struct ufs_fs *fs, const struct ufs_req *req, int dir_fd, const char *name,
 		     mode_t type, const struct stat *link_of);
 int ufs_do_lookup(struct ufs_fs *fs, struct ufs_inode *parent, const char *name,

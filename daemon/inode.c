@@ -175,6 +175,7 @@ static void pin_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 	UFS_ASSERT_HELD(&inodes->inode_lock);
 	if (inode->refs++ == 0)
 		lru_remove(inodes, inode);
+	inode->coh_sent = 0;	/* its reply may cache it again (inode.h) */
 	UFS_BUG_ON(!inode->refs || lru_linked(inodes, inode));
 }
 
@@ -285,6 +286,7 @@ void ufs_inode_store_destroy(struct ufs_inode_store *inodes)
 	free(inodes->by_id);
 	free(inodes->by_key);
 	inodes->by_id = inodes->by_key = NULL;
+	ufs_fids_destroy(&inodes->fids);
 	ufs_exports_destroy(&inodes->exports);
 	ufs_inode_handles_destroy(&inodes->handles);
 	pthread_mutex_destroy(&inodes->inode_lock);
@@ -380,6 +382,7 @@ void ufs_inode_insert_locked(struct ufs_inode_store *inodes, struct ufs_inode *i
 	if (inodes->inode_count >= inodes->buckets)
 		table_grow(inodes);
 	table_link(inodes, inode);
+	ufs_fids_add(&inodes->fids, &inode->fid, inode->handle);
 	inodes->inode_count++;
 }
 
@@ -472,6 +475,7 @@ static void inode_release_locked(struct ufs_inode_store *inodes, struct ufs_inod
 	ufs_inode_export_key(inode, &key);
 	ufs_export_keep_locked(&inodes->exports, &key);
 	table_unlink(inodes, inode);
+	ufs_fids_del(&inodes->fids, &inode->fid);
 	lru_remove(inodes, inode);
 	if (inode->handle && inode->fd >= 0)
 		inodes->fds_open--;

@@ -16,6 +16,7 @@
 
 #include "export.h"
 #include "ident.h"
+#include "inode_fid.h"
 #include "inode_handle.h"
 #include "io_mode.h"
 
@@ -45,6 +46,13 @@ struct ufs_inode {
 	bool drop_fd;			/* a name was removed: close fd once unpinned */
 	bool unverified;		/* restored from a record: not yet proven inside SOURCE */
 	uint32_t record_slot;		/* its hand-over record + 1, 0: none (record.h) */
+	struct ufs_fid_node fid;	/* the index by file handle (inode_fid.c) */
+	/*
+	 * UFS_COH_SENT_*: what the coherence watcher's last invalidation
+	 * dropped, cleared when a request pins it or a reply gives it to the
+	 * kernel again: until then another change needs no invalidation.
+	 */
+	uint8_t coh_sent;
 	struct ufs_inode *lru_prev;	/* unpinned handle inodes with an fd, oldest first */
 	struct ufs_inode *lru_next;
 	/* fields below are protected by lock */
@@ -91,6 +99,7 @@ struct ufs_inode_store {
 
 	pthread_mutex_t inode_lock;	/* everything below */
 	struct ufs_inode **by_id, **by_key;
+	struct ufs_inode_fids fids;	/* by file handle, for the coherence watcher */
 	size_t buckets, inode_count;
 	uint64_t next_nodeid;
 	/*

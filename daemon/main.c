@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "coherence.h"
 #include "daemon.h"
 #include "daemon_start.h"
 #include "fs_setup.h"
@@ -159,6 +160,8 @@ static int run(struct ufs_daemon *d, const char *settings)
 	if (ret)
 		goto err_unmount;
 	ufs_daemon_store_load(d, inherited);
+	if (ufs_daemon_cache_start(d, inherited))
+		goto err_unmount;
 	ret = ufs_transport_start(d);
 	if (ret) {
 		ufs_err("starting the workers: %s", strerror(-ret));
@@ -185,6 +188,8 @@ static int run(struct ufs_daemon *d, const char *settings)
 	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
 		return 0;	/* everything is the successor's now: leave it all as it is */
 	ufs_fdstore_forget(d);
+	/* The workers saw the connection end: no notification can wait on a request now. */
+	ufs_coherence_stop(&d->fs.coherence);
 	ufs_transport_stop(d);
 	ret = ufs_main_loop_end(d);
 	ufs_unmount(&d->mnt);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coherence.h"
 #include "daemon.h"
 #include "decode.h"
 #include "log.h"
@@ -56,6 +57,30 @@ static void put_op(FILE *f, unsigned int op, uint64_t count)
 	for (; *name; name++)
 		fputc(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name, f);
 	fprintf(f, " %llu\n", (unsigned long long)count);
+}
+
+static uint64_t load(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+/* The cache policy, whether coherent and why, the timeouts in effect, the watcher's counters. */
+static void put_cache(FILE *f, const struct ufs_coherence *c)
+{
+	const struct ufs_cache_timeouts *t = ufs_coherence_timeouts(c, c->dev);
+
+	fprintf(f, "cache %s\n", ufs_cache_policy_name(c->policy));
+	put_u64(f, "cache_coherence", ufs_coherence_active(c));
+	fprintf(f, "cache_coherence_reason %s\n", c->why);
+	put_u64(f, "cache_entry_timeout_ms", (uint64_t)(t->entry * 1000));
+	put_u64(f, "cache_attr_timeout_ms", (uint64_t)(t->attr * 1000));
+	put_u64(f, "cache_negative_timeout_ms", (uint64_t)(t->negative * 1000));
+	put_u64(f, "coherence_events", load(&c->events));
+	put_u64(f, "coherence_invalidations", load(&c->invalidations));
+	put_u64(f, "coherence_echoes", load(&c->echoes));
+	put_u64(f, "coherence_ignored", load(&c->ignored));
+	put_u64(f, "coherence_coalesced", load(&c->coalesced));
+	put_u64(f, "coherence_overflows", load(&c->overflows));
 }
 
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
@@ -116,6 +141,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "restarts", ufs_record_kept(&d->record) ?
 		__atomic_load_n(&d->record.hdr->restarts, __ATOMIC_RELAXED) : 0);
 	put_u64(f, "requests_replayed", total.requests_replayed);
+	put_cache(f, &d->fs.coherence);
 	put_u64(f, "inodes", ufs_inode_count(&d->fs.inodes));
 	ufs_inode_export_stats(&d->fs.inodes, &exports);
 	put_u64(f, "export_nodeids", exports.count);

@@ -9,6 +9,8 @@
  *   errors 3                   -> uringfs_errors_total{...} 3     (counter)
  *   op_lookup 40               -> uringfs_requests_total{...,op="lookup"} 40
  *   worker1_errors 2           -> uringfs_worker_errors_total{...,worker="1"} 2
+ *   cache_coherence 1          -> uringfs_cache_coherence{...,reason="..."} 1
+ *     (the reason from the cache_coherence_reason line)
  *
  * Every sample carries mountpoint="...", so one collector directory can hold
  * the files of several mounts.  The format wants each family's samples
@@ -27,8 +29,12 @@
 /* Values that go up and down; every other number only grows. */
 static const char *const gauges[] = {
 	"workers", "queues", "zero_copy_queues", "backing_ids", "inodes", "export_nodeids",
-	"fds_share", "fds_charged",
+	"fds_share", "fds_charged", "cache_coherence", "cache_entry_timeout_ms",
+	"cache_attr_timeout_ms", "cache_negative_timeout_ms",
 };
+
+/* A line that labels another one's sample, not the info line. */
+#define REASON_LINE "cache_coherence_reason"
 
 struct stat_line {
 	const char *name;
@@ -134,7 +140,7 @@ static void put_info(FILE *out, const struct stat_line *lines, int n, const char
 	      "# TYPE " PREFIX "info gauge\n" PREFIX "info{mountpoint=", out);
 	put_label_value(out, mountpoint);
 	for (int i = 0; i < n; i++) {
-		if (is_number(lines[i].value))
+		if (is_number(lines[i].value) || !strcmp(lines[i].name, REASON_LINE))
 			continue;
 		fprintf(out, ",%s=", lines[i].name);
 		put_label_value(out, lines[i].value);
@@ -159,6 +165,15 @@ static void put_scalars(FILE *out, const struct stat_line *lines, int n, const c
 		else
 			snprintf(family, sizeof(family), "%s_total", name);
 		fprintf(out, "# TYPE " PREFIX "%s %s\n", family, is_gauge(name) ? "gauge" : "counter");
+		if (!strcmp(name, "cache_coherence")) {
+			const char *reason = "";
+
+			for (int j = 0; j < n; j++)
+				if (!strcmp(lines[j].name, REASON_LINE))
+					reason = lines[j].value;
+			put_sample(out, family, mountpoint, "reason", reason, lines[i].value);
+			continue;
+		}
 		put_sample(out, family, mountpoint, NULL, NULL, lines[i].value);
 	}
 }

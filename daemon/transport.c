@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "copy.h"
+#include "coherence.h"
 #include "copy_probe.h"
 #include "daemon.h"
 #include "dev.h"
@@ -194,7 +195,14 @@ int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t 
 {
 	int ret;
 
+	/*
+	 * The coherence watcher first, stopped between notifications while the
+	 * workers still serve: a notification can wait on an inode lock that
+	 * only a served request frees.
+	 */
+	ufs_coherence_hold(&d->fs.coherence);
 	if (!ufs_serve_state_set(&d->pause, UFS_SERVE_PAUSED)) {
+		ufs_coherence_release(&d->fs.coherence);
 		snprintf(why, why_len, "another take-over is in progress");
 		return -EBUSY;
 	}
@@ -208,6 +216,7 @@ int ufs_transport_pause(struct ufs_daemon *d, int timeout_ms, char *why, size_t 
 
 void ufs_transport_resume(struct ufs_daemon *d)
 {
+	ufs_coherence_release(&d->fs.coherence);
 	ufs_serve_state_set(&d->pause, UFS_SERVING);
 	nudge_workers(d);	/* rings serve what came meanwhile */
 }
