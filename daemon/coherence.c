@@ -362,6 +362,18 @@ void ufs_coherence_release(struct ufs_coherence *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void ufs_coherence_quiet(struct ufs_coherence *c, int fd, bool quiet)
+{
+	/* An inode mark's ignored mask applies to the file system mark's events too. */
+	const unsigned int flags = FAN_MARK_IGNORED_MASK | FAN_MARK_IGNORED_SURV_MODIFY |
+				   (quiet ? FAN_MARK_ADD : FAN_MARK_REMOVE);
+
+	if (fd < 0 || __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != UFS_COH_ON)
+		return;
+	if (fanotify_mark(c->fan_fd, flags, FAN_MODIFY, fd, NULL) && quiet)
+		ufs_log_once(UFS_LOG_DEBUG, "cache: fanotify_mark(ignore): %s", strerror(errno));
+}
+
 void ufs_coherence_stop(struct ufs_coherence *c)
 {
 	uint64_t one = 1;

@@ -242,6 +242,9 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 		*backing_id = mode == UFS_IO_PASSTHROUGH ? inode->backing_id : 0;
 		if (pt_writer(file, mode))
 			first_writer = pt_writer_add(inode);
+		/* Its writes tell the kernel nothing now: no event for each (coherence.c). */
+		if (first_writer)
+			ufs_coherence_quiet(&fs->coherence, file->fd, true);
 	}
 	pthread_mutex_unlock(&inode->lock);
 	if (ret)
@@ -280,6 +283,9 @@ void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file)
 	UFS_BUG_ON(!inode->io_opens || inode->io_mode != file->io_mode);
 	if (pt_writer(file, file->io_mode)) {
 		UFS_BUG_ON(!inode->pt_writers);
+		/* Before its attributes may be cached again: writes are reported again. */
+		if (inode->pt_writers == 1)
+			ufs_coherence_quiet(&fs->coherence, file->fd, false);
 		__atomic_store_n(&inode->pt_writers, inode->pt_writers - 1, __ATOMIC_RELAXED);
 	}
 	if (!--inode->io_opens) {
