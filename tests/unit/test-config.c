@@ -58,6 +58,11 @@ static void test_values(void)
 	is_int(cfg.max_write, 131072, "max_write is 131072");
 	is_int(ufs_config_set(&cfg, "attr_timeout", "0.5", UFS_SRC_MOUNT_OPT, &err), 0, "0.5 s");
 	ok(cfg.attr_timeout == 0.5, "attr_timeout is 0.5");
+	ok(ufs_config_is_set(&cfg, "attr_timeout") && !ufs_config_is_set(&cfg, "entry_timeout"),
+	   "attr_timeout set, entry_timeout at its default");
+	is_int(cfg.cache, UFS_CACHE_AUTO, "cache defaults to auto");
+	is_int(ufs_config_set(&cfg, "cache", "timeout", UFS_SRC_MOUNT_OPT, &err), 0, "cache=timeout");
+	is_int(cfg.cache, UFS_CACHE_TIMEOUT, "cache is timeout");
 	is_int(ufs_config_set(&cfg, "allow_other", NULL, UFS_SRC_MOUNT_OPT, &err), 0,
 	       "bare boolean key");
 	ok(cfg.allow_other, "bare allow_other means on");
@@ -134,6 +139,7 @@ static const struct {
 	{ "[fuse]\nallow_other = perhaps\n", 2, "expected on or off" },
 	{ "[fuse]\nrequest_timeout = 70000\n", 2, "out of range" },
 	{ "[fuse]\nreaddirplus = sometimes\n", 2, "expected one of off, on, auto" },
+	{ "[fuse]\ncache = forever\n", 2, "expected one of auto, coherent, timeout, none" },
 	{ "[general]\nlog_level = loud\n", 2, "expected one of error, warn, info, debug" },
 	{ "[general]\nstats_file = ../x\n", 2, "expected a file name" },
 	{ "[nonsense]\nworkers = 1\n", 2, "unknown section [nonsense]" },

@@ -115,5 +115,21 @@ int main(void)
 	out = convert("garbage\n\nname value with spaces\n", "/m");
 	ok(out && well_formed(out), "lines that are not `name number` do not break the format");
 	free(out);
+
+	/* The cache's coherence: a gauge labelled with its reason, the reason no info label. */
+	out = convert("cache auto\ncache_coherence 0\n"
+		      "cache_coherence_reason fanotify needs CAP_SYS_ADMIN\n"
+		      "cache_attr_timeout_ms 1000\ncoherence_events 7\n", "/m");
+	ok(out && well_formed(out), "cache lines: well formed");
+	ok(out && strstr(out, "# TYPE uringfs_cache_coherence gauge\n"
+			      "uringfs_cache_coherence{mountpoint=\"/m\","
+			      "reason=\"fanotify needs CAP_SYS_ADMIN\"} 0\n"),
+	   "cache_coherence carries its reason as a label");
+	ok(out && strstr(out, "uringfs_info{mountpoint=\"/m\",cache=\"auto\"} 1\n"),
+	   "the policy is an info label, the reason is not");
+	ok(out && strstr(out, "# TYPE uringfs_cache_attr_timeout_ms gauge\n"), "timeouts are gauges");
+	ok(out && strstr(out, "uringfs_coherence_events_total{mountpoint=\"/m\"} 7\n"),
+	   "the watcher's counters are counters");
+	free(out);
 	return t_done();
 }
