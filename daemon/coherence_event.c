@@ -65,7 +65,7 @@ static int notify(struct ufs_coherence *c, int code, const void *payload, size_t
 {
 	int ret = c->notify(c->notify_arg, code, payload, len);
 
-	if (!ret)
+	if (!ret || ret == -ENOENT)	/* ENOENT: the kernel had nothing cached */
 		count(&c->invalidations);
 	else if (ret != -ENOENT && ret != -ENODEV && ret != -ENOTCONN)
 		ufs_log_once(UFS_LOG_WARN, "cache: a notification to the kernel failed: %s",
