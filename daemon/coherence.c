@@ -370,7 +370,7 @@ void ufs_coherence_quiet(struct ufs_coherence *c, int fd, bool quiet)
 
 	if (fd < 0 || __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != UFS_COH_ON)
 		return;
-	if (fanotify_mark(c->fan_fd, flags, FAN_MODIFY, fd, NULL) && quiet)
+	if (fanotify_mark(c->fan_fd, flags, FAN_MODIFY | FAN_CLOSE_WRITE, fd, NULL) && quiet)
 		ufs_log_once(UFS_LOG_DEBUG, "cache: fanotify_mark(ignore): %s", strerror(errno));
 }
 
