@@ -113,8 +113,8 @@ static const char *fs_refused(struct ufs_coherence *c, int fd)
 		return fs_types[i].refused;
 	}
 	snprintf(c->fs_name, sizeof(c->fs_name), "0x%lx", (long)sf.f_type);
-	snprintf(unknown, sizeof(unknown), "SOURCE's file system (f_type 0x%lx) is not a known local one",
-		 (long)sf.f_type);
+	snprintf(unknown, sizeof(unknown),
+		 "SOURCE's file system (f_type 0x%lx) is not a known local one", (long)sf.f_type);
 	return unknown;
 }
 
