@@ -77,3 +77,49 @@ def format_errors():
         check_eq(got.returncode, 1, f'{args}: exit status')
         lines = got.stderr.strip().splitlines()
         check(len(lines) == 1 and want in lines[0], f'{args}: stderr {got.stderr!r}')
+
+
+@case(mount=False)
+def cache_policy_reported():
+    """The cache policy, whether the watcher keeps the caches coherent (and why
+    or why not) and the timeouts in effect are in the control file:
+    cache=timeout keeps the short ones, a timeout set wins, cache=none
+    caches nothing, and the default is coherent where it can be had."""
+    ufs.require_daemon()
+    with ufs.Mount() as m:
+        s = m.stats()
+        check_eq(s['cache'], 'auto', 'the default policy')
+        check(s['cache_coherence_reason'], 'a reason is given')
+        if s['cache_coherence'] == 1:
+            check_eq([s['cache_entry_timeout_ms'], s['cache_attr_timeout_ms'],
+                      s['cache_negative_timeout_ms']], [86400000] * 3,
+                     'coherent: a day for names, attributes and failed lookups')
+        else:
+            check_eq(s['cache_attr_timeout_ms'], 1000, 'not coherent: short timeouts')
+    with ufs.Mount(opts='cache=timeout,attr_timeout=5') as m:
+        s = m.stats()
+        check_eq([s['cache'], s['cache_coherence'], s['cache_coherence_reason']],
+                 ['timeout', 0, 'cache=timeout'], 'cache=timeout: not coherent, and why')
+        check_eq([s['cache_entry_timeout_ms'], s['cache_attr_timeout_ms'],
+                  s['cache_negative_timeout_ms']], [1000, 5000, 0],
+                 'cache=timeout: 1 s, the attr_timeout set, no failed lookups')
+        check_eq(s['coherence_events'], 0, 'no watcher, no events')
+    with ufs.Mount(opts='cache=none') as m:
+        s = m.stats()
+        check_eq([s['cache_entry_timeout_ms'], s['cache_attr_timeout_ms'],
+                  s['cache_negative_timeout_ms']], [0, 0, 0], 'cache=none: nothing cached')
+
+
+@case(mount=False)
+def cache_coherent_refused_where_unseen():
+    """cache=coherent on a SOURCE whose changes fanotify cannot see (here a
+    FUSE file system: another uringfs mount) stops the start with one line
+    that says why; cache=auto serves it with the short timeouts."""
+    ufs.require_daemon()
+    with ufs.Mount(opts='cache=timeout') as inner:
+        err = ufs.start_fails(['-o', 'cache=coherent', inner.mnt], 'cache=coherent on FUSE')
+        check('cache=coherent' in err and 'FUSE' in err, f'the reason: {err!r}')
+        with ufs.Mount(source=inner.mnt) as m:
+            s = m.stats()
+            check_eq(s['cache_coherence'], 0, 'cache=auto on FUSE: not coherent')
+            check('FUSE' in s['cache_coherence_reason'], s['cache_coherence_reason'])
