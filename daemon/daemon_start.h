@@ -14,6 +14,9 @@ struct ufs_daemon;
 int ufs_daemon_fs_open(struct ufs_daemon *d);
 int ufs_daemon_store_open(struct ufs_daemon *d);
 void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
+/* The inode store's bound (inode_limit) once serving, and stopping it. */
+void ufs_daemon_prune_start(struct ufs_daemon *d);
+void ufs_daemon_prune_stop(struct ufs_daemon *d);
 /* The workers' slots and CPUs, before any starts. */
 int ufs_daemon_workers_alloc(struct ufs_daemon *d);
 

@@ -30,6 +30,7 @@
 #include "file_table.h"
 #include "inode.h"
 #include "inode_lookup.h"
+#include "inode_prune.h"
 #include "inode_revive.h"
 #include "interrupt.h"
 #include "passthrough.h"
@@ -49,6 +50,7 @@ struct ufs_fs {
 	bool noatime, nodiratime;	/* the mount's options: backing opens take O_NOATIME */
 	bool suid;			/* the mount honours set-id bits at exec */
 	struct ufs_inode_store inodes;	/* the inode store: its own locks (inode.h) */
+	struct ufs_inode_prune prune;	/* its bound, inode_limit (inode_prune.h) */
 	/*
 	 * The hand-over record (record.h), or one that keeps nothing: file
 	 * records under files.file_lock (the store writes node records).

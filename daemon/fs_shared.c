@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "fs_control.h"
 #include "fs_shared.h"
+#include "inode_prune.h"
 #include "log.h"
 #include "init_negotiate.h"
 
@@ -179,7 +180,19 @@ double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
 {
 	if (inode && __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED))
 		return 0;
+	if (ufs_inode_prune_short(&fs->prune))
+		return 0;
 	return fs->cfg->attr_timeout;
+}
+
+/*
+ * A kernel without FUSE_NOTIFY_PRUNE, while the store is over inode_limit:
+ * no entry timeout, so the kernel deletes each dentry as soon as nothing
+ * uses it (fuse_dentry_delete) and FORGETs its inode (inode_prune.c).
+ */
+static double entry_timeout(struct ufs_fs *fs)
+{
+	return ufs_inode_prune_short(&fs->prune) ? 0 : fs->cfg->entry_timeout;
 }
 
 void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct ufs_inode *inode,
@@ -190,8 +203,8 @@ void ufs_fill_entry(struct ufs_fs *fs, struct fuse_entry_out *e, const struct uf
 	memset(e, 0, sizeof(*e));
 	e->nodeid = inode->nodeid;
 	e->generation = 0;
-	e->entry_valid = ufs_timeout_sec(fs->cfg->entry_timeout);
-	e->entry_valid_nsec = ufs_timeout_nsec(fs->cfg->entry_timeout);
+	e->entry_valid = ufs_timeout_sec(entry_timeout(fs));
+	e->entry_valid_nsec = ufs_timeout_nsec(entry_timeout(fs));
 	e->attr_valid = ufs_timeout_sec(attr_timeout);
 	e->attr_valid_nsec = ufs_timeout_nsec(attr_timeout);
 	ufs_fill_attr(&e->attr, st);

@@ -131,6 +131,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 	if (inode && (inode->fd >= 0 || inode->control)) {
 		parent_set_locked(inodes, inode, parent);
 		inode->nlookup++;
+		inode->used = true;
 		ufs_inode_record_lookups_locked(inodes, inode);
 		pthread_mutex_unlock(&inodes->inode_lock);
 		if (fd >= 0)
@@ -159,6 +160,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 	if (inode && entry_is_file(inode, fresh)) {
 		parent_set_locked(inodes, inode, parent);
 		inode->nlookup++;
+		inode->used = true;
 		ufs_inode_record_lookups_locked(inodes, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
 			/* An evicted descriptor comes back for free, found inside. */
@@ -204,6 +206,7 @@ void ufs_inode_add_lookup(struct ufs_inode_store *inodes, struct ufs_inode *inod
 {
 	pthread_mutex_lock(&inodes->inode_lock);
 	inode->nlookup++;
+	inode->used = true;
 	ufs_inode_record_lookups_locked(inodes, inode);
 	pthread_mutex_unlock(&inodes->inode_lock);
 }

@@ -27,7 +27,7 @@
 /* Values that go up and down; every other number only grows. */
 static const char *const gauges[] = {
 	"workers", "queues", "zero_copy_queues", "backing_ids", "inodes", "export_nodeids",
-	"fds_share", "fds_charged",
+	"fds_share", "fds_charged", "inode_limit", "inode_prune_short_timeouts",
 };
 
 struct stat_line {
