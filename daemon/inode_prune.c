@@ -94,9 +94,15 @@ size_t ufs_inode_prune_pick_locked(struct ufs_inode_store *inodes, size_t *hand,
 	return n;
 }
 
+/*
+ * Read by every entry and attribute reply: a relaxed read of the count the
+ * store keeps under its lock, so the first reply past the bound already
+ * carries no timeout (a stale count errs by a reply or two).
+ */
 bool ufs_inode_prune_short(const struct ufs_inode_prune *p)
 {
-	return __atomic_load_n(&p->over, __ATOMIC_RELAXED);
+	return __atomic_load_n(&p->mode, __ATOMIC_RELAXED) == UFS_PRUNE_TIMEOUTS &&
+	       __atomic_load_n(&p->inodes->inode_count, __ATOMIC_RELAXED) > p->limit;
 }
 
 /* Sleeps ms, or less if asked to stop; returns whether it was. */
@@ -133,8 +139,8 @@ static bool prune_send(struct ufs_inode_prune *p, struct prune_msg *msg, size_t 
 	msg->hdr = (struct fuse_notify_prune_out){ .count = n };
 	ret = p->notify(p->arg, msg, sizeof(msg->hdr) + n * sizeof(msg->ids[0]));
 	if (ret == -EINVAL || ret == -ENOSYS) {
-		ufs_warn("inode_limit: the kernel refuses FUSE_NOTIFY_PRUNE (%s): "
-			 "short timeouts while over the bound instead", strerror(-ret));
+		ufs_warn("inode_limit: the kernel refuses FUSE_NOTIFY_PRUNE (%s): no timeouts "
+			 "while over the bound instead", strerror(-ret));
 		__atomic_store_n(&p->mode, UFS_PRUNE_TIMEOUTS, __ATOMIC_RELAXED);
 		return false;
 	}
@@ -184,15 +190,11 @@ static void *prune_main(void *arg)
 	while (!prune_sleep(p, wait_ms)) {
 		size_t count = ufs_inode_count(p->inodes);
 
-		if (count <= p->limit) {
-			__atomic_store_n(&p->over, false, __ATOMIC_RELAXED);
+		/* Without PRUNE the replies do it all (ufs_inode_prune_short). */
+		if (count <= p->limit ||
+		    __atomic_load_n(&p->mode, __ATOMIC_RELAXED) != UFS_PRUNE_NOTIFY) {
 			wait_ms = PRUNE_IDLE_MS;
 			last = SIZE_MAX;
-			continue;
-		}
-		if (__atomic_load_n(&p->mode, __ATOMIC_RELAXED) == UFS_PRUNE_TIMEOUTS) {
-			__atomic_store_n(&p->over, true, __ATOMIC_RELAXED);
-			wait_ms = PRUNE_IDLE_MS;
 			continue;
 		}
 		/* Down to seven eighths of the bound, so it is not asked at every new inode. */
@@ -220,7 +222,7 @@ int ufs_inode_prune_start(struct ufs_inode_prune *p, struct ufs_inode_store *ino
 	p->notify = notify;
 	p->arg = arg;
 	p->mode = !limit ? UFS_PRUNE_OFF : can_prune ? UFS_PRUNE_NOTIFY : UFS_PRUNE_TIMEOUTS;
-	if (!limit)
+	if (p->mode != UFS_PRUNE_NOTIFY)
 		return 0;
 	if (pthread_condattr_init(&attr))
 		return -ENOMEM;
@@ -246,5 +248,4 @@ void ufs_inode_prune_stop(struct ufs_inode_prune *p)
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
 	p->started = false;
-	__atomic_store_n(&p->over, false, __ATOMIC_RELAXED);
 }

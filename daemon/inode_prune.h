@@ -37,7 +37,6 @@ struct ufs_inode_prune {
 	void *arg;
 	/* atomics: the thread writes, anyone reads */
 	int mode;			/* enum ufs_prune_mode */
-	bool over;			/* UFS_PRUNE_TIMEOUTS and over the bound now */
 	uint64_t notifications;		/* PRUNE notifications written */
 	uint64_t nodeids;		/* node ids they asked for */
 	/* the thread's own */
@@ -63,13 +62,14 @@ size_t ufs_inode_prune_pick_locked(struct ufs_inode_store *inodes, size_t *hand,
 				   uint64_t *ids, size_t max);
 
 /*
- * The thread, for a store bounded by limit (0: none started).  can_prune:
- * the kernel takes FUSE_NOTIFY_PRUNE.  Returns 0 or -errno.
+ * The bound: limit inodes (0: none), kept by the thread with PRUNE
+ * (can_prune: the kernel takes it), by the replies' timeouts without (no
+ * thread then).  Returns 0 or -errno.
  */
 int ufs_inode_prune_start(struct ufs_inode_prune *p, struct ufs_inode_store *inodes, size_t limit,
 			  bool can_prune, ufs_prune_notify_fn notify, void *arg);
 void ufs_inode_prune_stop(struct ufs_inode_prune *p);
-/* Replies carry no entry or attribute timeout now (UFS_PRUNE_TIMEOUTS over the bound). */
+/* Replies carry no entry or attribute timeout now: UFS_PRUNE_TIMEOUTS, over the bound. */
 bool ufs_inode_prune_short(const struct ufs_inode_prune *p);
 const char *ufs_prune_mode_name(int mode);
 
