@@ -139,8 +139,9 @@ static bool prune_send(struct ufs_inode_prune *p, struct prune_msg *msg, size_t 
 	msg->hdr = (struct fuse_notify_prune_out){ .count = n };
 	ret = p->notify(p->arg, msg, sizeof(msg->hdr) + n * sizeof(msg->ids[0]));
 	if (ret == -EINVAL || ret == -ENOSYS) {
-		ufs_warn("inode_limit: the kernel refuses FUSE_NOTIFY_PRUNE (%s): no timeouts "
-			 "while over the bound instead", strerror(-ret));
+		ufs_warn("inode_limit: the kernel refuses FUSE_NOTIFY_PRUNE (%s): "
+			 "no timeouts while over the bound instead",
+			 strerror(-ret));
 		__atomic_store_n(&p->mode, UFS_PRUNE_TIMEOUTS, __ATOMIC_RELAXED);
 		return false;
 	}

@@ -104,8 +104,7 @@ int main(void)
 		node[i] = add(BASE + i, 1);
 	pinned = add(BASE + N, 1);
 	ufs_inode_ref(&store, pinned);
-	forgotten = add(BASE + N + 1, 0);	/* kept by a request's pin only */
-	forgotten->refs = 0;
+	forgotten = add(BASE + N + 1, 0);	/* no lookup left: the kernel forgot it */
 	control = add(BASE + N + 2, 1);
 	control->control = 1;
 
