@@ -136,6 +136,7 @@ int main(void)
 	 * hand goes on where it stopped, no id twice.
 	 */
 	total = 0;
+	bad = false;
 	for (int turn = 0; turn < 3 * N && total < N; turn++) {
 		n = pick(ids + total, N - total < 7 ? N - total : 7);
 		if (n > 7)
