@@ -98,6 +98,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("killpriv_v2", "fuse", killpriv_v2, "on"),
 	BOOL("export_support", "fuse", export_support, "on"),
 	OPT("export_inodes", "fuse", UFS_OPT_UINT, export_inodes, 0, 1 << 26, NULL, "1048576"),
+	OPT("inode_limit", "fuse", UFS_OPT_UINT, inode_limit, 0, 1 << 26, NULL, "100000"),
 	OPT("export_store", "fuse", UFS_OPT_PATH, export_store, 0, 0, NULL, "off"),
 	BOOL("cache_symlinks", "fuse", cache_symlinks, "on"),
 	BOOL("parallel_dirops", "fuse", parallel_dirops, "on"),

@@ -109,6 +109,7 @@ struct ufs_config {
 	bool killpriv_v2;
 	bool export_support;
 	unsigned int export_inodes;	/* forgotten node ids kept for file handles */
+	unsigned int inode_limit;	/* inodes the kernel may make us keep, 0: unbounded */
 	char export_store[PATH_MAX];	/* DIR keeping them across daemons, "" = off (store.c) */
 	bool cache_symlinks;
 	bool parallel_dirops;

@@ -15,6 +15,7 @@
 #include "daemon_start.h"
 #include "dev.h"
 #include "fs_setup.h"
+#include "inode_prune.h"
 #include "log.h"
 #include "stats.h"
 
@@ -52,6 +53,42 @@ static int coherence_notify(void *arg, int code, const void *payload, size_t len
 int ufs_daemon_cache_start(struct ufs_daemon *d, bool inherited)
 {
 	return ufs_coherence_start(&d->fs.coherence, d->conn.minor, inherited, coherence_notify, d);
+}
+
+/*
+ * FUSE_NOTIFY_PRUNE, from the pruner's own thread (inode_prune.c): the
+ * kernel may take inode and dentry locks for it, so never from a handler.
+ */
+static int prune_notify(void *arg, const void *body, size_t len)
+{
+	struct ufs_daemon *d = arg;
+
+	return ufs_dev_write_notify(d->fuse_fd, FUSE_NOTIFY_PRUNE, body, len);
+}
+
+/*
+ * The bound on the inode store, once the connection says whether the kernel
+ * takes PRUNE (7.45).  UFS_DEBUG_NO_PRUNE (tests) makes it act as an older
+ * kernel would.  Not a reason to stop serving when it fails.
+ */
+void ufs_daemon_prune_start(struct ufs_daemon *d)
+{
+	bool can = d->conn.minor >= 45 && !getenv("UFS_DEBUG_NO_PRUNE");
+	int ret = ufs_inode_prune_start(&d->fs.prune, &d->fs.inodes, d->cfg.inode_limit, can,
+					prune_notify, d);
+
+	if (ret)
+		ufs_warn("inode_limit: no pruner thread (%s): the inode store is not bounded",
+			 strerror(-ret));
+	else if (d->cfg.inode_limit && !can)
+		ufs_info("inode_limit %u: the kernel has no FUSE_NOTIFY_PRUNE (protocol 7.%u): "
+			 "replies carry no timeouts while over it",
+			 d->cfg.inode_limit, d->conn.minor);
+}
+
+void ufs_daemon_prune_stop(struct ufs_daemon *d)
+{
+	ufs_inode_prune_stop(&d->fs.prune);
 }
 
 static char *control_snapshot(void *arg, size_t *len)

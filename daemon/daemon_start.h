@@ -16,6 +16,9 @@ int ufs_daemon_store_open(struct ufs_daemon *d);
 void ufs_daemon_store_load(struct ufs_daemon *d, bool inherited);
 /* The coherence watcher (coherence.h), once the connection is up. */
 int ufs_daemon_cache_start(struct ufs_daemon *d, bool inherited);
+/* The inode store's bound (inode_limit) once serving, and stopping it. */
+void ufs_daemon_prune_start(struct ufs_daemon *d);
+void ufs_daemon_prune_stop(struct ufs_daemon *d);
 /* The workers' slots and CPUs, before any starts. */
 int ufs_daemon_workers_alloc(struct ufs_daemon *d);
 

@@ -31,6 +31,7 @@
 #include "file_table.h"
 #include "inode.h"
 #include "inode_lookup.h"
+#include "inode_prune.h"
 #include "inode_revive.h"
 #include "interrupt.h"
 #include "passthrough.h"
@@ -52,6 +53,7 @@ struct ufs_fs {
 	struct ufs_inode_store inodes;	/* the inode store: its own locks (inode.h) */
 	/* the watcher that keeps the kernel's caches coherent (coherence.h) */
 	struct ufs_coherence coherence;
+	struct ufs_inode_prune prune;	/* its bound, inode_limit (inode_prune.h) */
 	/*
 	 * The hand-over record (record.h), or one that keeps nothing: file
 	 * records under files.file_lock (the store writes node records).

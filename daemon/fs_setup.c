@@ -12,6 +12,7 @@
 
 #include "file_table.h"
 #include "fs.h"
+#include "inode_prune.h"
 #include "fs_control.h"
 #include "fs_file.h"
 #include "fs_lock.h"
@@ -130,6 +131,7 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	 */
 	fs->pt.dev_fd = -1;
 	ufs_coherence_stop(&fs->coherence);
+	ufs_inode_prune_stop(&fs->prune);
 	ufs_copies_destroy(&fs->copies);
 	ufs_waits_destroy(&fs->waits);
 	ufs_interrupts_destroy(&fs->interrupts);

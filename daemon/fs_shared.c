@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "fs_control.h"
 #include "fs_shared.h"
+#include "inode_prune.h"
 #include "log.h"
 #include "init_negotiate.h"
 
@@ -179,16 +180,24 @@ double ufs_attr_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
 {
 	if (inode && __atomic_load_n(&inode->pt_writers, __ATOMIC_RELAXED))
 		return 0;
+	/* A kernel without FUSE_NOTIFY_PRUNE, over inode_limit (inode_prune.c). */
+	if (ufs_inode_prune_short(&fs->prune))
+		return 0;
 	return ufs_coherence_timeouts(&fs->coherence, inode ? inode->dev : (dev_t)-1)->attr;
 }
 
 /*
  * Names, attributes and failed lookups: cached for long where the coherence
  * watcher sees SOURCE's changes (objects on SOURCE's own file system), else
- * for the short timeouts (coherence.c).
+ * for the short timeouts (coherence.c).  A kernel without FUSE_NOTIFY_PRUNE,
+ * while the store is over inode_limit: no entry timeout, so the kernel
+ * deletes each dentry as soon as nothing uses it (fuse_dentry_delete) and
+ * FORGETs its inode (inode_prune.c).
  */
 double ufs_entry_timeout(struct ufs_fs *fs, const struct ufs_inode *inode)
 {
+	if (ufs_inode_prune_short(&fs->prune))
+		return 0;
 	return ufs_coherence_timeouts(&fs->coherence, inode->dev)->entry;
 }
 

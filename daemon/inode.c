@@ -176,6 +176,7 @@ static void pin_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 	if (inode->refs++ == 0)
 		lru_remove(inodes, inode);
 	inode->coh_sent = 0;	/* its reply may cache it again (inode.h) */
+	inode->used = true;	/* inode_prune.c's CLOCK */
 	UFS_BUG_ON(!inode->refs || lru_linked(inodes, inode));
 }
 
@@ -383,6 +384,7 @@ void ufs_inode_insert_locked(struct ufs_inode_store *inodes, struct ufs_inode *i
 		table_grow(inodes);
 	table_link(inodes, inode);
 	ufs_fids_add(&inodes->fids, &inode->fid, inode->handle);
+	inode->used = true;
 	inodes->inode_count++;
 }
 
@@ -542,6 +544,10 @@ void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t 
 	inode->nlookup = nlookup > inode->nlookup ? 0 : inode->nlookup - nlookup;
 	ufs_inode_record_lookups_locked(inodes, inode);
 	dead = inode_unused(inode);
+	if (!inode->nlookup && inode->prune_asked) {
+		inodes->prune_forgets++;
+		inode->prune_asked = false;
+	}
 	if (dead)
 		inode_release_locked(inodes, inode);
 	pthread_mutex_unlock(&inodes->inode_lock);
@@ -555,6 +561,16 @@ size_t ufs_inode_count(struct ufs_inode_store *inodes)
 
 	pthread_mutex_lock(&inodes->inode_lock);
 	n = inodes->inode_count;
+	pthread_mutex_unlock(&inodes->inode_lock);
+	return n;
+}
+
+uint64_t ufs_inode_prune_forgets(struct ufs_inode_store *inodes)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&inodes->inode_lock);
+	n = inodes->prune_forgets;
 	pthread_mutex_unlock(&inodes->inode_lock);
 	return n;
 }

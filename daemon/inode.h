@@ -74,6 +74,14 @@ struct ufs_inode {
 	struct ufs_file *opens;		/* open files pinning fd (ufs_file_pin) */
 	struct ufs_file *pin_payer;	/* the one of them charged for fd, or NULL */
 	char control;			/* 1: the stats control file (no backing) */
+	/*
+	 * inode_prune.c's CLOCK, under the store's inode_lock: used is set
+	 * where the store holds that lock anyway (a pin, a lookup, a new
+	 * entry) and cleared by the pruner's hand; prune_asked: its node id
+	 * went to the kernel in a PRUNE since it was last used.
+	 */
+	bool used;
+	bool prune_asked;
 };
 
 /*
@@ -111,6 +119,7 @@ struct ufs_inode_store {
 	struct ufs_exports exports;	/* node ids the kernel forgot (export.h) */
 	struct ufs_store *store;	/* the export store (store.h), NULL: none */
 	struct ufs_record *record;	/* node records (record.h), or one that keeps nothing */
+	uint64_t prune_forgets;		/* inodes forgotten after a PRUNE asked (inode_prune.c) */
 };
 
 /* inode.c: the tables, pins and the LRU */
@@ -126,6 +135,7 @@ void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_ref(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t nlookup);
 size_t ufs_inode_count(struct ufs_inode_store *inodes);
+uint64_t ufs_inode_prune_forgets(struct ufs_inode_store *inodes);
 void ufs_inode_export_stats(struct ufs_inode_store *inodes, struct ufs_exports *out);
 /* 0 if the inode is inside SOURCE, else -ENOENT (confine.c) */
 int ufs_inode_check_beneath(struct ufs_inode_store *inodes, struct ufs_inode *inode);

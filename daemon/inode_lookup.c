@@ -132,6 +132,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 		parent_set_locked(inodes, inode, parent);
 		inode->nlookup++;
 		inode->coh_sent = 0;	/* given to the kernel again */
+		inode->used = true;
 		ufs_inode_record_lookups_locked(inodes, inode);
 		pthread_mutex_unlock(&inodes->inode_lock);
 		if (fd >= 0)
@@ -161,6 +162,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 		parent_set_locked(inodes, inode, parent);
 		inode->nlookup++;
 		inode->coh_sent = 0;	/* given to the kernel again */
+		inode->used = true;
 		ufs_inode_record_lookups_locked(inodes, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
 			/* An evicted descriptor comes back for free, found inside. */
@@ -207,6 +209,7 @@ void ufs_inode_add_lookup(struct ufs_inode_store *inodes, struct ufs_inode *inod
 	pthread_mutex_lock(&inodes->inode_lock);
 	inode->nlookup++;
 	inode->coh_sent = 0;	/* given to the kernel again */
+	inode->used = true;
 	ufs_inode_record_lookups_locked(inodes, inode);
 	pthread_mutex_unlock(&inodes->inode_lock);
 }

@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "decode.h"
 #include "log.h"
+#include "inode_prune.h"
 #include "stats.h"
 
 void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src)
@@ -143,6 +144,14 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "requests_replayed", total.requests_replayed);
 	put_cache(f, &d->fs.coherence);
 	put_u64(f, "inodes", ufs_inode_count(&d->fs.inodes));
+	put_u64(f, "inode_limit", d->cfg.inode_limit);
+	fprintf(f, "inode_prune %s\n",
+		ufs_prune_mode_name(__atomic_load_n(&d->fs.prune.mode, __ATOMIC_RELAXED)));
+	put_u64(f, "inode_prune_short_timeouts", ufs_inode_prune_short(&d->fs.prune));
+	put_u64(f, "inode_prune_notifications",
+		__atomic_load_n(&d->fs.prune.notifications, __ATOMIC_RELAXED));
+	put_u64(f, "inode_prune_nodeids", __atomic_load_n(&d->fs.prune.nodeids, __ATOMIC_RELAXED));
+	put_u64(f, "inode_prune_forgets", ufs_inode_prune_forgets(&d->fs.inodes));
 	ufs_inode_export_stats(&d->fs.inodes, &exports);
 	put_u64(f, "export_nodeids", exports.count);
 	put_u64(f, "export_revived", exports.revived);
