@@ -19,6 +19,7 @@
 #include "fs_control.h"
 #include "fs_file.h"
 #include "fs_shared.h"
+#include "init_negotiate.h"
 #include "log.h"
 
 #define DIR_BUF_SIZE 32768
@@ -70,6 +71,14 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
+	/*
+	 * cache_readdir (init_negotiate.c): the kernel keeps the listing in
+	 * the directory's page cache and serves the next opendir()s from it,
+	 * no READDIR at all, until the directory changes
+	 * (fuse_readdir_cached(), fs/fuse/readdir.c).
+	 */
+	if (fs->conn && ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA))
+		out->open_flags = FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE;
 	return sizeof(*out);
 }
 
