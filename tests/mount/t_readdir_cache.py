@@ -88,3 +88,74 @@ def cache_readdir_off_reads_every_time(m):
     before = readdirs(m)
     os.listdir(f'{m.mnt}/off')
     check_eq(readdirs(m) - before > 0, True, 'the listing again asks the daemon')
+
+
+@case(opts=LONG)
+def no_opendir_nor_releasedir(m):
+    """With cached listings the kernel opens directories without OPENDIR
+    (the daemon answered ENOSYS once) and closes them without RELEASEDIR."""
+    ufs.require_daemon('counts the daemon\'s requests')
+    fill(f'{m.src}/noopen', 4)
+    os.listdir(f'{m.mnt}/noopen')
+    s = m.stats()
+    before = s['op_opendir'] + s['op_releasedir']
+    for _ in range(3):
+        os.listdir(f'{m.mnt}/noopen')
+        fd = os.open(f'{m.mnt}/noopen', os.O_RDONLY | os.O_DIRECTORY)
+        os.close(fd)
+    time.sleep(0.2)     # a RELEASEDIR would be sent in the background
+    s = m.stats()
+    check_eq(s['op_opendir'] + s['op_releasedir'] - before, 0,
+             'OPENDIR + RELEASEDIR for three listings and an open')
+
+
+@case(opts=LONG)
+def large_listing_in_many_requests(m):
+    """A directory that takes many READDIRs (each opens the directory again
+    and seeks to the kernel's cookie) lists every name once, first from the
+    daemon and then from the kernel's cache."""
+    ufs.require_daemon()
+    d = f'{m.src}/large'
+    os.makedirs(d)
+    names = [f'a-rather-long-name-to-fill-the-reply-{i:05d}' for i in range(3000)]
+    for n in names:
+        os.close(os.open(f'{d}/{n}', os.O_CREAT | os.O_WRONLY, 0o644))
+    for what in ('first listing', 'listing again'):
+        got = os.listdir(f'{m.mnt}/large')
+        check_eq(len(got), len(names), f'{what}: number of names')
+        check_eq(sorted(got), sorted(names), f'{what}: the names')
+
+
+@case(opts=LONG)
+def open_directory_calls(m):
+    """What a directory's descriptor does without an OPENDIR: fsync,
+    fchmod, the attribute ioctl (lsattr -d) as natively, and a listing of
+    a directory removed while open is empty."""
+    import fcntl
+    import struct
+    ufs.require_daemon()
+    FS_IOC_GETFLAGS = 0x80086601
+    results = {}
+    for side, root in (('mount', m.mnt), ('native', m.ref)):
+        os.makedirs(f'{root}/calls/gone')
+        fd = os.open(f'{root}/calls', os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+            os.fchmod(fd, 0o750)
+            try:
+                buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack('l', 0))
+                flags = struct.unpack('l', buf)[0]
+            except OSError as e:
+                flags = f'errno {e.errno}'
+            mode = os.stat(f'{root}/calls').st_mode & 0o7777
+        finally:
+            os.close(fd)
+        fd = os.open(f'{root}/calls/gone', os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.rmdir(f'{root}/calls/gone')
+            listing = os.listdir(fd)
+        finally:
+            os.close(fd)
+        results[side] = (flags, mode, listing)
+    check_eq(results['mount'], results['native'],
+             '(GETFLAGS, mode after fchmod, listing of a removed directory)')
