@@ -229,8 +229,7 @@ static int put_direntplus(struct ufs_fs *fs, struct ufs_inode *parent, void *buf
 }
 
 /* Fill req's reply from dir's stream at in->offset; bytes used or -errno. */
-static ssize_t fill_readdir(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *dir,
-			    bool plus)
+static ssize_t fill_readdir(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *dir, bool plus)
 {
 	const struct fuse_read_in *in = req->args.op;
 	size_t cap = in->size < req->out_cap ? in->size : req->out_cap;
