@@ -61,6 +61,10 @@
 # IOCTL, FLUSH and RELEASE of .uringfs; UFS_REAL_COUNTING=daemon counts
 # that way anywhere).  Tracing costs a little time per request, so time a
 # run without it.
+#
+# UFS_BENCH_OPTS adds -o options to every uringfs target (uring, dev, base),
+# e.g. entry_timeout=86400,attr_timeout=86400,negative_timeout=86400 for
+# long caching.
 set -euo pipefail
 export LC_ALL=C
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -95,6 +95,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("posix_locks", "fuse", posix_locks, "off"),
 	BOOL("flock_locks", "fuse", flock_locks, "off"),
 	ENUM("readdirplus", "fuse", readdirplus, rdp_names, "auto"),
+	ENUM("cache_readdir", "fuse", cache_readdir, rdp_names, "auto"),
 	BOOL("killpriv_v2", "fuse", killpriv_v2, "on"),
 	BOOL("export_support", "fuse", export_support, "on"),
 	OPT("export_inodes", "fuse", UFS_OPT_UINT, export_inodes, 0, 1 << 26, NULL, "1048576"),

@@ -43,6 +43,12 @@ enum ufs_readdirplus {
 	UFS_RDP_AUTO,
 };
 
+enum ufs_cache_readdir {
+	UFS_RDC_OFF,
+	UFS_RDC_ON,
+	UFS_RDC_AUTO,	/* on when entry_timeout and attr_timeout are long */
+};
+
 enum ufs_xattr_policy {
 	UFS_XATTR_ALLOW,
 	UFS_XATTR_DENY,
@@ -106,6 +112,7 @@ struct ufs_config {
 	bool posix_locks;
 	bool flock_locks;
 	int readdirplus;		/* enum ufs_readdirplus */
+	int cache_readdir;		/* enum ufs_cache_readdir */
 	bool killpriv_v2;
 	bool export_support;
 	unsigned int export_inodes;	/* forgotten node ids kept for file handles */

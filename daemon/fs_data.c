@@ -393,7 +393,7 @@ ssize_t ufs_op_copy_file_range(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_ioctl_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
+	struct ufs_file *file = in->fh ? ufs_file_lookup(&fs->files, in->fh) : NULL;
 	struct fuse_ioctl_out *out = req->out;
 	unsigned long cmd;
 	union {
@@ -403,7 +403,8 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 	size_t size;
 	int fd, ret;
 
-	if (!file || file->inode->control)
+	/* fh 0: a directory opened without OPENDIR (fs_dir.c). */
+	if (in->fh ? !file || file->inode->control : req->inode->type != S_IFDIR)
 		return -EBADF;
 	switch (in->cmd) {
 	case FS_IOC_GETFLAGS:
@@ -435,16 +436,19 @@ ssize_t ufs_op_ioctl(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	if (in->out_size && in->out_size < size)
 		return -EINVAL;
-	fd = ufs_file_fd(fs, file, false);
+	fd = file ? ufs_file_fd(fs, file, false) : ufs_dir_reopen(fs, req->inode);
 	if (fd < 0)
 		return fd;
 	ret = ioctl(fd, cmd, &arg) ? -errno : 0;
-	ufs_file_fd_put(file, fd);
+	if (file)
+		ufs_file_fd_put(file, fd);
+	else
+		close(fd);
 	if (ret)
 		return ret;
 	/* Setting flags changes ctime (and S_APPEND...), which the kernel has cached. */
 	if (cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR)
-		ufs_attr_stale(fs, file->inode);
+		ufs_attr_stale(fs, file ? file->inode : req->inode);
 	memset(out, 0, sizeof(*out));
 	if (!in->out_size)
 		return sizeof(*out);

@@ -5,6 +5,18 @@
  * Entries come from getdents64 on our own descriptor.  The offset the kernel
  * hands back is the backing file system's d_off cookie, so a READDIR at any
  * offset the kernel has seen resumes exactly there (seekdir semantics).
+ *
+ * With cached listings (cache_readdir, init_negotiate.c) and no daemon-side
+ * state a directory open needs (no_opendir() below), OPENDIR is answered
+ * ENOSYS once: the kernel then sets fc->no_opendir (fuse_file_open,
+ * fs/fuse/file.c) and sends neither OPENDIR nor RELEASEDIR again, caches
+ * every listing (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, its default without
+ * an open), and asks READDIR, READDIRPLUS, FSYNCDIR and the attribute
+ * ioctls with fh 0, which no open of ours ever has (file_table.c).  Those
+ * open the directory again for the one request, as the daemon (like
+ * OPENDIR did: the kernel has checked the caller, default_permissions),
+ * and seek to the cookie; so a directory costs two round trips fewer per
+ * opendir(), and one it lists from the kernel's cache costs none.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +31,7 @@
 #include "fs_control.h"
 #include "fs_file.h"
 #include "fs_shared.h"
+#include "init_negotiate.h"
 #include "log.h"
 
 #define DIR_BUF_SIZE 32768
@@ -31,6 +44,20 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
+/*
+ * Whether OPENDIR is refused with ENOSYS (see the top).  Only where the
+ * kernel caches listings honestly (FUSE_AUTO_INVAL_DATA, asked for with
+ * cache_readdir), checks the caller's permission itself
+ * (default_permissions: OPENDIR would have been the daemon's only chance),
+ * and keeps locks on directories to itself (with posix_locks or
+ * flock_locks a directory's lock lives on its open: fs_lock.c).
+ */
+static bool no_opendir(const struct ufs_fs *fs)
+{
+	return fs->conn && ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA) &&
+	       fs->cfg->default_permissions && !fs->cfg->posix_locks && !fs->cfg->flock_locks;
+}
+
 ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 {
 	struct ufs_open_out *out = req->out;
@@ -40,6 +67,8 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
+	if (no_opendir(fs))
+		return -ENOSYS;
 	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
 		return ret;
@@ -70,6 +99,14 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	}
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
+	/*
+	 * cache_readdir (init_negotiate.c): the kernel keeps the listing in
+	 * the directory's page cache and serves the next opendir()s from it,
+	 * no READDIR at all, until the directory changes
+	 * (fuse_readdir_cached(), fs/fuse/readdir.c).
+	 */
+	if (fs->conn && ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA))
+		out->open_flags = FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE;
 	return sizeof(*out);
 }
 
@@ -87,16 +124,28 @@ ssize_t ufs_op_releasedir(struct ufs_fs *fs, struct ufs_req *req)
 ssize_t ufs_op_fsyncdir(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_fsync_in *in = req->args.op;
-	struct ufs_file *file = ufs_file_lookup(&fs->files, in->fh);
-	int ret;
+	struct ufs_file *file = NULL;
+	int fd, ret;
 
-	if (!file || !file->is_dir)
-		return -EBADF;
+	if (in->fh) {
+		file = ufs_file_lookup(&fs->files, in->fh);
+		if (!file || !file->is_dir)
+			return -EBADF;
+		fd = file->fd;
+	} else {
+		/* fsync is the inode's, whichever descriptor asks. */
+		fd = ufs_dir_reopen(fs, req->inode);
+		if (fd < 0)
+			return fd;
+	}
 	if (in->fsync_flags & FUSE_FSYNC_FDATASYNC)
-		ret = fdatasync(file->fd);
+		ret = fdatasync(fd);
 	else
-		ret = fsync(file->fd);
-	return ret ? -errno : 0;
+		ret = fsync(fd);
+	ret = ret ? -errno : 0;
+	if (!file)
+		close(fd);
+	return ret;
 }
 
 /* Position the stream at cookie off; the buffer is only valid where it left off. */
@@ -179,22 +228,16 @@ static int put_direntplus(struct ufs_fs *fs, struct ufs_inode *parent, void *buf
 	return 0;
 }
 
-static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
+/* Fill req's reply from dir's stream at in->offset; bytes used or -errno. */
+static ssize_t fill_readdir(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *dir, bool plus)
 {
 	const struct fuse_read_in *in = req->args.op;
-	struct ufs_file *dir = ufs_file_lookup(&fs->files, in->fh);
 	size_t cap = in->size < req->out_cap ? in->size : req->out_cap;
 	bool at_root = req->inode == fs->inodes.root && fs->control;
 	uint8_t *out = req->out;
 	size_t used = 0;
 	int ret;
 
-	if (!dir || !dir->is_dir)
-		return -EBADF;
-	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&dir->dir_lock);
 	ret = dir_seek(dir, in->offset);
 	while (!ret) {
 		struct linux_dirent64 *ent = NULL;
@@ -222,11 +265,52 @@ static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
 		used += need;
 		dir_advance(dir, ent);
 	}
-	pthread_mutex_unlock(&dir->dir_lock);
 	/* An error after some entries still returns them; the next call sees it again. */
 	if (ret && !used)
 		return ret;
 	return used;
+}
+
+/*
+ * fh 0 (see the top): a stream of its own for this one request.  A
+ * directory removed since lists as empty, as its descriptor would.
+ */
+static ssize_t readdir_reopened(struct ufs_fs *fs, struct ufs_req *req, bool plus)
+{
+	struct ufs_file dir;
+	ssize_t ret;
+
+	memset(&dir, 0, sizeof(dir));
+	dir.fd = ufs_dir_reopen(fs, req->inode);
+	if (dir.fd == -ENOENT || dir.fd == -ESTALE)
+		return 0;
+	if (dir.fd < 0)
+		return dir.fd;
+	dir.is_dir = true;
+	ret = fill_readdir(fs, req, &dir, plus);
+	free(dir.dir_buf);
+	close(dir.fd);
+	return ret;
+}
+
+static ssize_t do_readdir(struct ufs_fs *fs, struct ufs_req *req, bool plus)
+{
+	const struct fuse_read_in *in = req->args.op;
+	struct ufs_file *dir;
+	ssize_t ret;
+
+	if (!in->fh)
+		return readdir_reopened(fs, req, plus);
+	dir = ufs_file_lookup(&fs->files, in->fh);
+	if (!dir || !dir->is_dir)
+		return -EBADF;
+	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&dir->dir_lock);
+	ret = fill_readdir(fs, req, dir, plus);
+	pthread_mutex_unlock(&dir->dir_lock);
+	return ret;
 }
 
 ssize_t ufs_op_readdir(struct ufs_fs *fs, struct ufs_req *req)

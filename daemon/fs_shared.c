@@ -62,6 +62,22 @@ int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags)
 }
 
 /*
+ * fh 0: a directory the kernel opened without OPENDIR (fs_dir.c), opened
+ * again for one request; -errno if it cannot be.
+ */
+int ufs_dir_reopen(struct ufs_fs *fs, struct ufs_inode *inode)
+{
+	int ret;
+
+	if (inode->type != S_IFDIR)
+		return -EBADF;
+	ret = ufs_inode_dir_beneath(&fs->inodes, inode);
+	if (ret)
+		return ret;
+	return ufs_reopen(fs, inode, O_RDONLY | O_DIRECTORY);
+}
+
+/*
  * A descriptor for one request on file: its own, or (a passed-through open
  * keeps none: the kernel holds the backing file by its id) the file opened
  * again with the flags of its open.  Give it back with ufs_file_fd_put().

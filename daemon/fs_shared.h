@@ -17,6 +17,7 @@ struct ufs_inode;
 struct ufs_req;
 
 int ufs_reopen(struct ufs_fs *fs, struct ufs_inode *inode, int flags);
+int ufs_dir_reopen(struct ufs_fs *fs, struct ufs_inode *inode);
 int ufs_file_fd(struct ufs_fs *fs, struct ufs_file *file, bool write);
 void ufs_file_fd_put(struct ufs_file *file, int fd);
 int ufs_file_fd_keep(struct ufs_fs *fs, struct ufs_file *file);

@@ -20,7 +20,35 @@ static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_
 				      FUSE_POSIX_ACL | FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS |
 				      FUSE_WRITEBACK_CACHE | FUSE_SETXATTR_EXT | FUSE_INIT_EXT |
 				      FUSE_CREATE_SUPP_GROUP | FUSE_REQUEST_TIMEOUT |
-				      FUSE_OVER_IO_URING | FUSE_PASSTHROUGH;
+				      FUSE_OVER_IO_URING | FUSE_PASSTHROUGH |
+				      FUSE_AUTO_INVAL_DATA;
+
+/*
+ * Long enough that a listing's names and attributes outlive the listing:
+ * below it READDIRPLUS refreshing them is worth more than a cached listing
+ * (which fills no dentry and no attribute, so every stat after it would be
+ * a LOOKUP).
+ */
+#define CACHE_READDIR_MIN_TIMEOUT 60.0
+
+/*
+ * cache_readdir: OPENDIR replies FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE
+ * (fs_dir.c) when the connection has FUSE_AUTO_INVAL_DATA, which is asked
+ * for only with it.  FUSE_AUTO_INVAL_DATA is what keeps the cached listing
+ * honest: fuse_readdir_cached() (fs/fuse/readdir.c) refreshes the
+ * directory's mtime (a GETATTR once attr_timeout has run out, or once a
+ * FUSE_NOTIFY_INVAL_* dropped the attributes) before each listing from
+ * offset 0, and drops the cache when mtime, the kernel's own i_version
+ * (bumped by every change made through the mount) or the epoch moved.
+ * Without it the kernel would trust an mtime it never refreshes.
+ */
+static bool cache_readdir_on(const struct ufs_config *cfg)
+{
+	if (cfg->cache_readdir == UFS_RDC_AUTO)
+		return cfg->entry_timeout >= CACHE_READDIR_MIN_TIMEOUT &&
+		       cfg->attr_timeout >= CACHE_READDIR_MIN_TIMEOUT;
+	return cfg->cache_readdir == UFS_RDC_ON;
+}
 
 /* Why the settings keep kernel passthrough off, or NULL. */
 static const char *passthrough_off_reason(const struct ufs_config *cfg)
@@ -52,6 +80,8 @@ static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
 		mask &= ~(FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO);
 	else if (cfg->readdirplus == UFS_RDP_ON)
 		mask &= ~FUSE_READDIRPLUS_AUTO;
+	if (!cache_readdir_on(cfg))
+		mask &= ~FUSE_AUTO_INVAL_DATA;
 	if (!cfg->parallel_dirops)
 		mask &= ~FUSE_PARALLEL_DIROPS;
 	if (!cfg->killpriv_v2)

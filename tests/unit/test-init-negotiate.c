@@ -161,6 +161,32 @@ static void test_config_masks(void)
 	ok(!(conn.flags & (FUSE_POSIX_ACL | FUSE_DONT_MASK)), "posix_acl=off: neither flag");
 }
 
+/* cache_readdir asks for FUSE_AUTO_INVAL_DATA, which fs_dir.c reads as "cache listings". */
+static void test_cache_readdir(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618 | FUSE_AUTO_INVAL_DATA);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=auto, 1 s timeouts: off");
+	cfg.entry_timeout = cfg.attr_timeout = 60;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(conn.flags & FUSE_AUTO_INVAL_DATA, "cache_readdir=auto, 60 s timeouts: on");
+	cfg.attr_timeout = 59;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=auto, attr_timeout 59 s: off");
+	cfg.cache_readdir = UFS_RDC_ON;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(conn.flags & FUSE_AUTO_INVAL_DATA, "cache_readdir=on: on");
+	cfg.cache_readdir = UFS_RDC_OFF;
+	cfg.attr_timeout = 86400;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=off, day-long timeouts: off");
+}
+
 static void test_refusals(void)
 {
 	struct ufs_config cfg;
@@ -228,6 +254,7 @@ int main(void)
 	test_73();
 	test_passthrough();
 	test_config_masks();
+	test_cache_readdir();
 	test_refusals();
 	return t_done();
 }
