@@ -107,12 +107,16 @@ def prepare(m, name, files=None, dirs=()):
 def cache(mnt, *names, missing=()):
     """Look names up through the mount (and read files), and look up the
     missing ones so that the kernel caches them as missing."""
-    attrs(mnt)
+    # Reads and listings first: each marks the atime stale in the kernel
+    # (fuse_invalidate_atime), and a stat (which asks for the atime) then
+    # asks the daemon; the stats after them cache all the attributes.
     listing(mnt)
     for n in names:
-        attrs(f'{mnt}/{n}')
         if os.path.isfile(f'{mnt}/{n}'):
             content(f'{mnt}/{n}')
+    attrs(mnt)
+    for n in names:
+        attrs(f'{mnt}/{n}')
     for n in missing:
         got = attrs(f'{mnt}/{n}')
         check(got == 'ENOENT', f'{n}: looked up through the mount before the change: {got!r}')
@@ -248,6 +252,7 @@ def kept_open(m, name, change, mapped=False):
             read = lambda: os.pread(fd, 65536, 0)  # noqa: E731
         try:
             read()
+            os.fstat(fd)
             time.sleep(0.01)
             change(f'{src}/f')
             eventually(f'{name} (fstat)', lambda: seen(lambda: os.fstat(fd).st_size),
