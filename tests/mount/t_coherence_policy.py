@@ -214,7 +214,7 @@ def flood_past_the_queue():
             os.kill(m.pid, signal.SIGCONT)
         ufs.diag(f'{n} files created beside SOURCE in {time.monotonic() - start:.2f} s '
                  'with the daemon stopped')
-        limit = bound() * 2.5
+        limit = bound() * 5
         eventually('flood: a name cached as missing, created', lambda: attrs(f'{w.mnt}/new'),
                    lambda: attrs(f'{w.src}/new'), limit)
         eventually('flood: a name unlinked', lambda: attrs(f'{w.mnt}/g'),
