@@ -20,6 +20,7 @@ The policy cases (defaults, echoes, a flood of events, the `cache=`
 setting) are in t_coherence_policy.py.
 """
 
+import functools
 import mmap
 import os
 import shutil
@@ -38,20 +39,24 @@ NOBODY = 65534
 _pins = []
 
 
+def releasing(fn):
+    """fn, closing the descriptors pin() opened when it ends."""
+    @functools.wraps(fn)
+    def run(*args):
+        try:
+            fn(*args)
+        finally:
+            while _pins:
+                os.close(_pins.pop())
+    return run
+
+
 def pinning_case(fn):
     """A case on the shared long-cache mount whose cached entries are held
     (O_PATH) for its duration: other suites on the machine drop the
     kernel's caches (drop_caches) at any time, and a dropped entry is looked
     up afresh, which would let a daemon that never invalidates pass."""
-    def run(m):
-        try:
-            fn(m)
-        finally:
-            while _pins:
-                os.close(_pins.pop())
-    run.__name__ = fn.__name__
-    run.__doc__ = fn.__doc__
-    return case(opts=LONG)(run)
+    return case(opts=LONG)(releasing(fn))
 
 
 def pin(path):
@@ -141,9 +146,11 @@ def prepare(m, name, files=None, dirs=()):
     return w.src, w.mnt
 
 
-def cache(mnt, *names, missing=()):
+def cache(mnt, *names, missing=(), hold=True):
     """Look names up through the mount (and read files), and look up the
-    missing ones so that the kernel caches them as missing."""
+    missing ones so that the kernel caches them as missing.  hold: pin()
+    the directory and the names (for cases that release them, releasing(),
+    before their mount goes)."""
     # Reads and listings first: each marks the atime stale in the kernel
     # (fuse_invalidate_atime), and a stat (which asks for the atime) then
     # asks the daemon; the stats after them cache all the attributes.
@@ -152,10 +159,11 @@ def cache(mnt, *names, missing=()):
         if os.path.isfile(f'{mnt}/{n}'):
             content(f'{mnt}/{n}')
     attrs(mnt)
-    pin(mnt)
     for n in names:
         attrs(f'{mnt}/{n}')
-        pin(f'{mnt}/{n}')
+    if hold:
+        for p in [mnt] + [f'{mnt}/{n}' for n in names]:
+            pin(p)
     for n in missing:
         got = attrs(f'{mnt}/{n}')
         check(got == 'ENOENT', f'{n}: looked up through the mount before the change: {got!r}')

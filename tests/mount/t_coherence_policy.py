@@ -20,7 +20,8 @@ import time
 
 import ufs
 from ufs import case, check, check_eq
-from t_coherence import LONG, attrs, bound, cache, eventually, require_watchable, same
+from t_coherence import (LONG, attrs, bound, cache, eventually, releasing, require_watchable,
+                         same)
 
 # The requests that a cached name or attribute saves.
 METADATA = ('op_lookup', 'op_getattr', 'op_statx')
@@ -65,7 +66,7 @@ def defaults_cache_long_and_coherent():
             attrs(w.mnt)
         for wait, what in ((0, 'just looked up'),
                            (1.5, 'looked up 1.5 s before (the old timeouts were 1 s and 0)')):
-            got = unchanged_by_others(lambda: cache(w.mnt, 'f', missing=['x']), wait,
+            got = unchanged_by_others(lambda: cache(w.mnt, 'f', missing=['x'], hold=False), wait,
                                       lambda: requests_of(m, again))
             check_eq(got, dict.fromkeys(METADATA, 0),
                      f'requests for a missing name, a name and a directory {what}')
@@ -112,6 +113,7 @@ def settled_by_sentinel(m, label):
 
 
 @case(opts=LONG)
+@releasing
 def own_changes_do_not_echo(m):
     """Changes made through the mount reach SOURCE as the daemon's own
     backing calls, which fanotify reports like anyone's: they must not come
@@ -196,7 +198,7 @@ def flood_past_the_queue():
         w = m.work('flood')
         ufs.write_file(f'{w.src}/f', b'before the flood')
         ufs.write_file(f'{w.src}/g', b'unlinked in the flood')
-        cache(w.mnt, 'f', 'g', missing=['new'])
+        cache(w.mnt, 'f', 'g', missing=['new'], hold=False)
         flood = f'{m.tmp}/flood'
         os.mkdir(flood)
         n = queue + 2048
@@ -250,7 +252,7 @@ def cache_none_always_fresh():
         w = m.work('none')
         ufs.write_file(f'{w.src}/f', b'x')
         ufs.write_file(f'{w.src}/g', b'y')
-        cache(w.mnt, 'f', 'g', missing=['x'])
+        cache(w.mnt, 'f', 'g', missing=['x'], hold=False)
         os.chmod(f'{w.src}/f', 0o600)
         os.unlink(f'{w.src}/g')
         ufs.write_file(f'{w.src}/x', b'z')
@@ -269,7 +271,7 @@ def cache_timeout_as_before():
     with ufs.Mount(opts='cache=timeout') as m:
         w = m.work('timeout')
         ufs.write_file(f'{w.src}/f', b'x')
-        cache(w.mnt, 'f', missing=['x'])
+        cache(w.mnt, 'f', missing=['x'], hold=False)
         got = requests_of(m, lambda: attrs(f'{w.mnt}/x'), ('op_lookup',))
         check_eq(got, {'op_lookup': 1}, 'a missing name looked up again (negative_timeout 0)')
         os.chmod(f'{w.src}/f', 0o600)
