@@ -89,6 +89,20 @@ def attrs(path):
     return seen(get)
 
 
+def shown(value):
+    """A value for a message: long bytes as their length and runs."""
+    if isinstance(value, bytes) and len(value) > 64:
+        runs, i = [], 0
+        while i < len(value) and len(runs) < 8:
+            j = i
+            while j < len(value) and value[j] == value[i]:
+                j += 1
+            runs.append(f'{j - i}x{bytes([value[i]])!r}')
+            i = j
+        return f'{len(value)} bytes: ' + ' '.join(runs) + (' ...' if i < len(value) else '')
+    return repr(value)
+
+
 def eventually(what, look, want, limit=None):
     """Poll look() until it returns want() (both re-evaluated: want reads
     SOURCE); print and return the latency in seconds."""
@@ -101,9 +115,9 @@ def eventually(what, look, want, limit=None):
             ufs.diag(f'coherence-latency {what}: {elapsed * 1000:.2f} ms')
             return elapsed
         if elapsed > limit:
-            raise AssertionError(f'{what}: the mount still shows {got!r} {limit:.0f} s after '
-                                 f'the change in SOURCE, which shows {expect!r} (stale; the '
-                                 f'mount caches for 30 s)')
+            raise AssertionError(f'{what}: the mount still shows {shown(got)} {limit:.0f} s '
+                                 f'after the change in SOURCE, which shows {shown(expect)} '
+                                 '(stale; the mount caches for 30 s)')
         time.sleep(0.001)
 
 

@@ -302,3 +302,64 @@ def cache_coherent_refused_on_fuse():
         with ufs.Mount(opts='cache=auto', source=inner.mnt) as outer:
             check_eq(attrs(f'{outer.mnt}/.'), attrs(inner.mnt), 'cache=auto on FUSE mounts')
             ufs.diag(f'cache=auto on FUSE: {words(outer, "coheren")}')
+
+
+
+def copy_path_opts(*extra):
+    """The long-cache options with extra, on the copy path unless the
+    variant names one (the kernel's page cache then holds the contents)."""
+    opts = ufs.join_opts(LONG, *extra)
+    if 'io_path=' not in (ufs.config().opts or ''):
+        opts = ufs.join_opts(opts, 'io_path=copy')
+    return opts
+
+
+def overwrite_and_append(path):
+    with open(path, 'r+b') as f:
+        f.seek(4096)
+        f.write(b'B' * 4096)
+        f.seek(0, os.SEEK_END)
+        f.write(b'C' * 100)
+
+
+@case(mount=False)
+def outside_write_with_keep_cache():
+    """Contents overwritten and appended beside the mount while the kernel
+    keeps the mount's pages across opens (keep_cache, the copy path): a new
+    open and a descriptor kept open both read SOURCE's bytes."""
+    ufs.require_daemon('the page cache options are the daemon\'s')
+    require_watchable()
+    with ufs.Mount(opts=copy_path_opts('keep_cache=on')) as m:
+        w = m.work('keep')
+        ufs.write_file(f'{w.src}/f', b'A' * 8192)
+        cache(w.mnt, 'f', hold=False)
+        with ufs.opened(f'{w.mnt}/f') as fd:
+            os.pread(fd, 65536, 0)
+            os.fstat(fd)
+            overwrite_and_append(f'{w.src}/f')
+            want = ufs.read_file(f'{w.src}/f')
+            eventually('keep_cache: a new open', lambda: ufs.read_file(f'{w.mnt}/f'),
+                       lambda: want)
+            eventually('keep_cache: the kept descriptor', lambda: os.pread(fd, 65536, 0),
+                       lambda: want)
+
+
+@case(mount=False)
+def outside_write_with_writeback_cache():
+    """The same with the writeback cache, no descriptor open through the
+    mount at the change: a new open reads SOURCE's bytes, the appended ones
+    too. (With the writeback cache the kernel keeps its own size, mtime and
+    ctime of a cached regular file and ignores the daemon's: an
+    INVAL_INODE alone leaves the old size.)"""
+    ufs.require_daemon('the page cache options are the daemon\'s')
+    require_watchable()
+    with ufs.Mount(opts=copy_path_opts('keep_cache=on', 'writeback_cache=on')) as m:
+        w = m.work('writeback')
+        ufs.write_file(f'{w.src}/f', b'A' * 8192)
+        cache(w.mnt, 'f', hold=False)
+        overwrite_and_append(f'{w.src}/f')
+        want = ufs.read_file(f'{w.src}/f')
+        eventually('writeback_cache: a new open', lambda: ufs.read_file(f'{w.mnt}/f'),
+                   lambda: want)
+        eventually('writeback_cache: the size', lambda: os.stat(f'{w.mnt}/f').st_size,
+                   lambda: len(want))
