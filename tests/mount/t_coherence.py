@@ -449,3 +449,39 @@ def outside_link_count(m):
     names_and_dir('link', src, mnt, 'f', 'g')
     os.unlink(f'{src}/g')
     names_and_dir('unlink of a link', src, mnt, 'f', 'g')
+
+
+@pinning_case
+def outside_changes_in_the_root(m):
+    """Changes in SOURCE's top directory, the mount's root (node id 1)."""
+    require_watchable()
+    name = f'top-{os.getpid()}'
+    cache(m.mnt, missing=[name])
+    ufs.write_file(f'{m.src}/{name}', b'top')
+    same('root: create', f'{m.mnt}/{name}', f'{m.src}/{name}')
+    same('root: its attributes', m.mnt, m.src)
+    os.chmod(f'{m.src}/{name}', 0o600)
+    same('root: chmod', f'{m.mnt}/{name}', f'{m.src}/{name}')
+    os.unlink(f'{m.src}/{name}')
+    same('root: unlink', f'{m.mnt}/{name}', f'{m.src}/{name}')
+
+
+@pinning_case
+def outside_dir_rename(m):
+    """A directory renamed in SOURCE: the old path and its file gone, the
+    new ones there (looked up as missing first)."""
+    src, mnt = prepare(m, 'dir-rename', dirs=['d1'])
+    ufs.write_file(f'{src}/d1/f', b'in d1')
+    cache(mnt, 'd1', 'd1/f', missing=['d2'])
+    os.rename(f'{src}/d1', f'{src}/d2')
+    names_and_dir('directory rename', src, mnt, 'd1', 'd1/f', 'd2', 'd2/f')
+
+
+@pinning_case
+def outside_rename_across_dirs(m):
+    """A file moved into a subdirectory under a name cached as missing:
+    both directories' attributes move."""
+    src, mnt = prepare(m, 'across', {'f': b'moving'}, dirs=['a'])
+    cache(mnt, 'f', 'a', missing=['a/g'])
+    os.rename(f'{src}/f', f'{src}/a/g')
+    names_and_dir('rename across directories', src, mnt, 'f', 'a', 'a/g')
