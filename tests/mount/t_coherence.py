@@ -20,6 +20,7 @@ The policy cases (defaults, echoes, a flood of events, the `cache=`
 setting) are in t_coherence_policy.py.
 """
 
+import contextlib
 import functools
 import mmap
 import os
@@ -39,15 +40,30 @@ NOBODY = 65534
 _pins = []
 
 
+def release():
+    """Close the descriptors pin() opened."""
+    while _pins:
+        os.close(_pins.pop())
+
+
+@contextlib.contextmanager
+def held():
+    """A block whose pins are released at its end (inside a Mount's block:
+    a pinned mount cannot be unmounted)."""
+    try:
+        yield
+    finally:
+        release()
+
+
 def releasing(fn):
-    """fn, closing the descriptors pin() opened when it ends."""
+    """fn, releasing the pins when it ends."""
     @functools.wraps(fn)
     def run(*args):
         try:
             fn(*args)
         finally:
-            while _pins:
-                os.close(_pins.pop())
+            release()
     return run
 
 

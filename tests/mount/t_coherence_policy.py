@@ -20,8 +20,8 @@ import time
 
 import ufs
 from ufs import case, check, check_eq
-from t_coherence import (LONG, attrs, bound, cache, eventually, releasing, require_watchable,
-                         same)
+from t_coherence import (LONG, attrs, bound, cache, eventually, held, releasing,
+                         require_watchable, same)
 
 # The requests that a cached name or attribute saves.
 METADATA = ('op_lookup', 'op_getattr', 'op_statx')
@@ -56,7 +56,7 @@ def defaults_cache_long_and_coherent():
     alone, also past the old 1 s timeouts; and outside changes still show."""
     ufs.require_daemon('caching is the daemon\'s')
     require_watchable()
-    with ufs.Mount() as m:
+    with ufs.Mount() as m, held():
         w = m.work('defaults')
         ufs.write_file(f'{w.src}/f', b'x')
 
@@ -66,7 +66,7 @@ def defaults_cache_long_and_coherent():
             attrs(w.mnt)
         for wait, what in ((0, 'just looked up'),
                            (1.5, 'looked up 1.5 s before (the old timeouts were 1 s and 0)')):
-            got = unchanged_by_others(lambda: cache(w.mnt, 'f', missing=['x'], hold=False), wait,
+            got = unchanged_by_others(lambda: cache(w.mnt, 'f', missing=['x']), wait,
                                       lambda: requests_of(m, again))
             check_eq(got, dict.fromkeys(METADATA, 0),
                      f'requests for a missing name, a name and a directory {what}')
@@ -194,11 +194,11 @@ def flood_past_the_queue():
     nothing stale is served, the overflow is counted and logged once."""
     ufs.require_daemon('the watcher is the daemon\'s')
     require_watchable()
-    with small_queue_in_guest() as queue, ufs.Mount(opts=LONG) as m:
+    with small_queue_in_guest() as queue, ufs.Mount(opts=LONG) as m, held():
         w = m.work('flood')
         ufs.write_file(f'{w.src}/f', b'before the flood')
         ufs.write_file(f'{w.src}/g', b'unlinked in the flood')
-        cache(w.mnt, 'f', 'g', missing=['new'], hold=False)
+        cache(w.mnt, 'f', 'g', missing=['new'])
         flood = f'{m.tmp}/flood'
         os.mkdir(flood)
         n = queue + 2048
@@ -248,11 +248,11 @@ def cache_none_always_fresh():
     first look, with no wait."""
     ufs.require_daemon()
     cache_option_known()
-    with ufs.Mount(opts='cache=none') as m:
+    with ufs.Mount(opts='cache=none') as m, held():
         w = m.work('none')
         ufs.write_file(f'{w.src}/f', b'x')
         ufs.write_file(f'{w.src}/g', b'y')
-        cache(w.mnt, 'f', 'g', missing=['x'], hold=False)
+        cache(w.mnt, 'f', 'g', missing=['x'])
         os.chmod(f'{w.src}/f', 0o600)
         os.unlink(f'{w.src}/g')
         ufs.write_file(f'{w.src}/x', b'z')
@@ -268,10 +268,10 @@ def cache_timeout_as_before():
     (staleness within the timeout is allowed, not required)."""
     ufs.require_daemon()
     cache_option_known()
-    with ufs.Mount(opts='cache=timeout') as m:
+    with ufs.Mount(opts='cache=timeout') as m, held():
         w = m.work('timeout')
         ufs.write_file(f'{w.src}/f', b'x')
-        cache(w.mnt, 'f', missing=['x'], hold=False)
+        cache(w.mnt, 'f', missing=['x'])
         got = requests_of(m, lambda: attrs(f'{w.mnt}/x'), ('op_lookup',))
         check_eq(got, {'op_lookup': 1}, 'a missing name looked up again (negative_timeout 0)')
         os.chmod(f'{w.src}/f', 0o600)
@@ -329,10 +329,10 @@ def outside_write_with_keep_cache():
     open and a descriptor kept open both read SOURCE's bytes."""
     ufs.require_daemon('the page cache options are the daemon\'s')
     require_watchable()
-    with ufs.Mount(opts=copy_path_opts('keep_cache=on')) as m:
+    with ufs.Mount(opts=copy_path_opts('keep_cache=on')) as m, held():
         w = m.work('keep')
         ufs.write_file(f'{w.src}/f', b'A' * 8192)
-        cache(w.mnt, 'f', hold=False)
+        cache(w.mnt, 'f')
         with ufs.opened(f'{w.mnt}/f') as fd:
             os.pread(fd, 65536, 0)
             os.fstat(fd)
@@ -353,9 +353,10 @@ def outside_write_with_writeback_cache():
     INVAL_INODE alone leaves the old size.)"""
     ufs.require_daemon('the page cache options are the daemon\'s')
     require_watchable()
-    with ufs.Mount(opts=copy_path_opts('keep_cache=on', 'writeback_cache=on')) as m:
+    with ufs.Mount(opts=copy_path_opts('keep_cache=on', 'writeback_cache=on')) as m, held():
         w = m.work('writeback')
         ufs.write_file(f'{w.src}/f', b'A' * 8192)
+        # Not held: a held file is an open one, whose size the kernel keeps.
         cache(w.mnt, 'f', hold=False)
         overwrite_and_append(f'{w.src}/f')
         want = ufs.read_file(f'{w.src}/f')
