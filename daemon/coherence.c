@@ -206,6 +206,7 @@ int ufs_coherence_open(struct ufs_coherence *c, const struct ufs_config *cfg,
 	c->inodes = inodes;
 	c->dev = dev;
 	c->self = getpid();
+	c->writeback = cfg->writeback_cache;
 	timeouts_set(c, cfg);
 	if (cfg->cache == UFS_CACHE_TIMEOUT || cfg->cache == UFS_CACHE_NONE) {
 		c->state = UFS_COH_OFF;

@@ -180,7 +180,8 @@ static size_t held(struct ufs_coherence *c, const struct ev_fid *f, uint8_t sent
 	return kept;
 }
 
-static void inode_changed(struct ufs_coherence *c, const struct ev_fid *f, bool data)
+/* Returns how many node ids were told. */
+static size_t inode_changed(struct ufs_coherence *c, const struct ev_fid *f, bool data)
 {
 	uint8_t sent = data ? UFS_COH_SENT_ATTR | UFS_COH_SENT_DATA : UFS_COH_SENT_ATTR;
 	uint64_t ids[EV_MAX_SAME];
@@ -188,6 +189,25 @@ static void inode_changed(struct ufs_coherence *c, const struct ev_fid *f, bool 
 
 	for (size_t i = 0; i < n; i++)
 		inval_inode(c, ids[i], data ? 0 : -1);
+	return n;
+}
+
+/*
+ * With writeback_cache the kernel never takes a regular file's size or
+ * times from the daemon while it holds the inode (fs/fuse/inode.c:
+ * fuse_change_attributes, fuse_get_cache_mask), so a file written beside
+ * the mount would keep its old size for as long as its name stays cached.
+ * Dropping the name lets the kernel evict the inode when nothing has it
+ * open; the next lookup makes a new one with the size SOURCE has.  An
+ * inode held open keeps its size: a residual (kernels.md).
+ */
+static void drop_name(struct ufs_coherence *c, const struct ev *e)
+{
+	uint64_t ids[EV_MAX_SAME];
+	size_t n = held(c, &e->dir, 0, ids);
+
+	for (size_t i = 0; i < n; i++)
+		inval_entry(c, ids[i], e->name);
 }
 
 static void act(struct ufs_coherence *c, const struct ev *e)
@@ -196,7 +216,9 @@ static void act(struct ufs_coherence *c, const struct ev *e)
 	size_t n;
 
 	if (!(e->mask & NAME_EVENTS)) {
-		inode_changed(c, &e->obj, e->mask & DATA_EVENTS);
+		if (inode_changed(c, &e->obj, e->mask & DATA_EVENTS) && c->writeback &&
+		    (e->mask & DATA_EVENTS) && e->name)
+			drop_name(c, e);
 		return;
 	}
 	if (e->name) {

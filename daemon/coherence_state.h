@@ -48,6 +48,7 @@ struct ufs_coherence {
 	struct ufs_inode_store *inodes;
 	int fan_fd, stop_fd;
 	pid_t self;			/* events of this process are its own: echoes */
+	bool writeback;			/* writeback_cache: the kernel owns files' sizes */
 	struct {			/* SOURCE's root, which has no handle in the store */
 		int type;
 		unsigned int len;

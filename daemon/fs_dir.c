@@ -45,6 +45,22 @@ struct linux_dirent64 {
 };
 
 /*
+ * Whether the kernel keeps listings (cache_readdir, init_negotiate.c): only
+ * with FUSE_AUTO_INVAL_DATA, and under auto only where names and attributes
+ * are cached long too (the coherence watcher's timeouts, or long ones set),
+ * else READDIRPLUS refreshing them is worth more than a kept listing.
+ */
+static bool listings_cached(struct ufs_fs *fs, const struct ufs_inode *dir)
+{
+	if (!fs->conn || !ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA))
+		return false;
+	if (fs->cfg->cache_readdir == UFS_RDC_ON)
+		return true;
+	return ufs_entry_timeout(fs, dir) >= UFS_CACHE_READDIR_MIN_TIMEOUT &&
+	       ufs_attr_timeout(fs, dir) >= UFS_CACHE_READDIR_MIN_TIMEOUT;
+}
+
+/*
  * Whether OPENDIR is refused with ENOSYS (see the top).  Only where the
  * kernel caches listings honestly (FUSE_AUTO_INVAL_DATA, asked for with
  * cache_readdir), checks the caller's permission itself
@@ -52,10 +68,10 @@ struct linux_dirent64 {
  * and keeps locks on directories to itself (with posix_locks or
  * flock_locks a directory's lock lives on its open: fs_lock.c).
  */
-static bool no_opendir(const struct ufs_fs *fs)
+static bool no_opendir(struct ufs_fs *fs, const struct ufs_inode *dir)
 {
-	return fs->conn && ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA) &&
-	       fs->cfg->default_permissions && !fs->cfg->posix_locks && !fs->cfg->flock_locks;
+	return listings_cached(fs, dir) && fs->cfg->default_permissions &&
+	       !fs->cfg->posix_locks && !fs->cfg->flock_locks;
 }
 
 ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
@@ -67,7 +83,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 
 	if (req->inode->type != S_IFDIR)
 		return -ENOTDIR;
-	if (no_opendir(fs))
+	if (no_opendir(fs, req->inode))
 		return -ENOSYS;
 	ret = ufs_inode_dir_beneath(&fs->inodes, req->inode);
 	if (ret)
@@ -105,7 +121,7 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	 * no READDIR at all, until the directory changes
 	 * (fuse_readdir_cached(), fs/fuse/readdir.c).
 	 */
-	if (fs->conn && ufs_conn_has(fs->conn, FUSE_AUTO_INVAL_DATA))
+	if (listings_cached(fs, req->inode))
 		out->open_flags = FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE;
 	return sizeof(*out);
 }

@@ -24,14 +24,6 @@ static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_
 				      FUSE_AUTO_INVAL_DATA;
 
 /*
- * Long enough that a listing's names and attributes outlive the listing:
- * below it READDIRPLUS refreshing them is worth more than a cached listing
- * (which fills no dentry and no attribute, so every stat after it would be
- * a LOOKUP).
- */
-#define CACHE_READDIR_MIN_TIMEOUT 60.0
-
-/*
  * cache_readdir: OPENDIR replies FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE
  * (fs_dir.c) when the connection has FUSE_AUTO_INVAL_DATA, which is asked
  * for only with it.  FUSE_AUTO_INVAL_DATA is what keeps the cached listing
@@ -44,9 +36,15 @@ static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_
  */
 static bool cache_readdir_on(const struct ufs_config *cfg)
 {
+	/*
+	 * auto: also wherever the cache policy seeks coherence, whose long
+	 * timeouts are known only once the watcher starts; fs_dir.c then
+	 * caches listings only if they are long (ufs_dir_listings_cached).
+	 */
 	if (cfg->cache_readdir == UFS_RDC_AUTO)
-		return cfg->entry_timeout >= CACHE_READDIR_MIN_TIMEOUT &&
-		       cfg->attr_timeout >= CACHE_READDIR_MIN_TIMEOUT;
+		return (cfg->entry_timeout >= UFS_CACHE_READDIR_MIN_TIMEOUT &&
+			cfg->attr_timeout >= UFS_CACHE_READDIR_MIN_TIMEOUT) ||
+		       cfg->cache == UFS_CACHE_AUTO || cfg->cache == UFS_CACHE_COHERENT;
 	return cfg->cache_readdir == UFS_RDC_ON;
 }
 

@@ -57,6 +57,14 @@ int ufs_init_negotiate(const struct fuse_init_in *in, size_t in_len, const struc
 		       const struct ufs_init_limits *lim, bool want_uring,
 		       struct ufs_init_out *out, struct ufs_conn *conn);
 
+/*
+ * Long enough that a listing's names and attributes outlive the listing:
+ * below it READDIRPLUS refreshing them is worth more than a cached listing
+ * (which fills no dentry and no attribute, so every stat after it would be
+ * a LOOKUP).
+ */
+#define UFS_CACHE_READDIR_MIN_TIMEOUT 60.0
+
 static inline bool ufs_conn_has(const struct ufs_conn *conn, uint64_t flag)
 {
 	return (conn->flags & flag) != 0;

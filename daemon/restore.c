@@ -112,6 +112,16 @@ static int check_init(struct ufs_daemon *d, const struct ufs_record_header *h, c
 	ufs_init_limits_read(&limits);
 	if (ufs_init_negotiate(in, h->init_in_len, &d->cfg, &limits, want_uring, &out, &d->conn))
 		return fail(why, len, -EPROTO, "the recorded INIT is not one this build speaks");
+	/*
+	 * Under cache_readdir=auto, FUSE_AUTO_INVAL_DATA follows the live
+	 * connection: a predecessor of an older build never asked for it (its
+	 * kernel then keeps no listings: fs_dir.c), one of this build may have.
+	 */
+	if (d->cfg.cache_readdir == UFS_RDC_AUTO &&
+	    ((out.flags ^ old.flags) & FUSE_AUTO_INVAL_DATA)) {
+		out.flags ^= FUSE_AUTO_INVAL_DATA;
+		d->conn.flags ^= FUSE_AUTO_INVAL_DATA;
+	}
 	diff = init_difference(&out, &old);
 	if (diff)
 		return fail(why, len, -EINVAL,

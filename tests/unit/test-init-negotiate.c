@@ -170,8 +170,18 @@ static void test_cache_readdir(void)
 	struct ufs_conn conn;
 
 	ufs_config_defaults(&cfg);
+	/* cache=auto (the default) may be coherent: fs_dir.c decides per listing */
 	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
-	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=auto, 1 s timeouts: off");
+	ok(conn.flags & FUSE_AUTO_INVAL_DATA, "cache_readdir=auto, cache=auto: on");
+	cfg.cache = UFS_CACHE_COHERENT;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(conn.flags & FUSE_AUTO_INVAL_DATA, "cache_readdir=auto, cache=coherent: on");
+	cfg.cache = UFS_CACHE_NONE;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=auto, cache=none: off");
+	cfg.cache = UFS_CACHE_TIMEOUT;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
+	ok(!(conn.flags & FUSE_AUTO_INVAL_DATA), "cache_readdir=auto, cache=timeout, 1 s: off");
 	cfg.entry_timeout = cfg.attr_timeout = 60;
 	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, false, &out, &conn);
 	ok(conn.flags & FUSE_AUTO_INVAL_DATA, "cache_readdir=auto, 60 s timeouts: on");
