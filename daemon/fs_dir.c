@@ -70,8 +70,8 @@ static bool listings_cached(struct ufs_fs *fs, const struct ufs_inode *dir)
  */
 static bool no_opendir(struct ufs_fs *fs, const struct ufs_inode *dir)
 {
-	return listings_cached(fs, dir) && fs->cfg->default_permissions &&
-	       !fs->cfg->posix_locks && !fs->cfg->flock_locks;
+	return listings_cached(fs, dir) && fs->cfg->default_permissions && !fs->cfg->posix_locks &&
+	       !fs->cfg->flock_locks;
 }
 
 ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
