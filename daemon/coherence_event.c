@@ -228,8 +228,13 @@ static void act(struct ufs_coherence *c, const struct ev *e)
 		/* Its attributes and listing, even where no dentry was found. */
 		inode_changed(c, &e->dir, true);
 	}
+	/*
+	 * The object: its link count and ctime; a directory moved also loses
+	 * its kept listing, which a move out of SOURCE must not leave
+	 * readable (fs_dir.c: the next listing asks the daemon, which checks).
+	 */
 	if (e->obj.len)
-		inode_changed(c, &e->obj, false);
+		inode_changed(c, &e->obj, e->mask & FAN_ONDIR);
 }
 
 /* Lost events (or one not understood): everything, once per batch. */
