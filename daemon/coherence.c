@@ -51,6 +51,17 @@
 #define COH_LONG_TIMEOUT 86400.0	/* a day: what "until it changes" is sent as */
 #define COH_MIN_MINOR 44		/* FUSE_NOTIFY_INC_EPOCH */
 #define COH_HOLD_WAIT_S 5
+/*
+ * Events come from anything on SOURCE's file system (the mark is the whole
+ * file system's).  After a drain that read any, the watcher waits
+ * COH_STORM_PAUSE_NS before it looks again, so that during a storm the
+ * repeats of one change merge in the kernel's queue (fs/notify/fanotify:
+ * fanotify_merge) instead of each costing this thread a read and a
+ * lookup.  What a drain read is acted on at once: a change made after it
+ * shows through the mount at most that much later.
+ */
+#define COH_STORM_EVENTS 1
+#define COH_STORM_PAUSE_NS 1000000L
 
 const char *ufs_coherence_state_name(enum ufs_coherence_state s)
 {
@@ -274,9 +285,16 @@ static void *watcher(void *arg)
 	if (c->inherited)
 		ufs_coherence_invalidate_all(c, "a predecessor's last changes");
 	while (watch_wait(c)) {
+		uint64_t before = __atomic_load_n(&c->events, __ATOMIC_RELAXED);
 		int ret = ufs_coherence_drain(c, buf, sizeof(buf));
 
 		watch_idle(c);
+		if (!ret && __atomic_load_n(&c->events, __ATOMIC_RELAXED) - before >=
+				    COH_STORM_EVENTS) {
+			struct timespec pause = { 0, COH_STORM_PAUSE_NS };
+
+			nanosleep(&pause, NULL);
+		}
 		if (ret) {
 			/* A read error: nothing says what changed from now on. */
 			__atomic_store_n(&c->state, UFS_COH_BROKEN, __ATOMIC_RELEASE);
@@ -363,16 +381,19 @@ void ufs_coherence_release(struct ufs_coherence *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void ufs_coherence_quiet(struct ufs_coherence *c, int fd, bool quiet)
+void ufs_coherence_quiet(struct ufs_coherence *c, int dirfd, const char *path, bool quiet)
 {
 	/* An inode mark's ignored mask applies to the file system mark's events too. */
 	const unsigned int flags = FAN_MARK_IGNORED_MASK | FAN_MARK_IGNORED_SURV_MODIFY |
 				   (quiet ? FAN_MARK_ADD : FAN_MARK_REMOVE);
 
-	if (fd < 0 || __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != UFS_COH_ON)
+	if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != UFS_COH_ON)
 		return;
-	if (fanotify_mark(c->fan_fd, flags, FAN_MODIFY | FAN_CLOSE_WRITE, fd, NULL) && quiet)
-		ufs_log_once(UFS_LOG_DEBUG, "cache: fanotify_mark(ignore): %s", strerror(errno));
+	/* ENOENT on removal: no mark was made (a predecessor's writer, a failed add) */
+	if (fanotify_mark(c->fan_fd, flags, FAN_MODIFY | FAN_CLOSE_WRITE, dirfd, path) &&
+	    (quiet || errno != ENOENT))
+		ufs_log_once(UFS_LOG_WARN, "cache: fanotify_mark(%s an ignore mark): %s",
+			     quiet ? "add" : "remove", strerror(errno));
 }
 
 void ufs_coherence_stop(struct ufs_coherence *c)

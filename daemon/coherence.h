@@ -46,11 +46,11 @@ void ufs_coherence_release(struct ufs_coherence *c);
  * While an inode has writable passthrough opens the kernel caches neither
  * its attributes nor its pages (fs_shared.c, passthrough): its writes need
  * no event, and a writer's every write would raise one.  quiet: ignore
- * FAN_MODIFY and FAN_CLOSE_WRITE on the file fd is open on, or report them
- * again.  Called under
+ * FAN_MODIFY and FAN_CLOSE_WRITE on the file at (dirfd, path), or report
+ * them again.  Called under
  * the inode's lock, so that the two cannot cross.
  */
-void ufs_coherence_quiet(struct ufs_coherence *c, int fd, bool quiet);
+void ufs_coherence_quiet(struct ufs_coherence *c, int dirfd, const char *path, bool quiet);
 /* Stop the watcher and close the watch (after the workers saw the end). */
 void ufs_coherence_stop(struct ufs_coherence *c);
 

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <string.h>
 #include <sys/fanotify.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@
 #define EV_BATCH 1024		/* node ids per pass of the invalidate-all */
 #define NAME_EVENTS (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO)
 #define DATA_EVENTS (FAN_MODIFY | FAN_CLOSE_WRITE)
+#define COH_OVERFLOW_EPISODE_MS 60000
 
 struct ev_fid {
 	int type;
@@ -284,11 +286,20 @@ int ufs_coherence_drain(struct ufs_coherence *c, char *buf, size_t size)
 		}
 	}
 	if (all) {
-		/* One line per episode: the first overflow after a clean batch. */
-		ufs_coherence_invalidate_all(c, c->in_overflow ? NULL :
-						       "fanotify lost events (queue overflow)");
+		/* One line per episode: overflows within a minute of the last line are its. */
+		struct timespec now;
+		uint64_t ms;
+		bool say;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (uint64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+		say = !c->overflow_logged_ms || ms - c->overflow_logged_ms >= COH_OVERFLOW_EPISODE_MS;
+		if (say)
+			c->overflow_logged_ms = ms;
+		ufs_coherence_invalidate_all(c, !say ? NULL :
+					     any_overflow ? "fanotify lost events (queue overflow)" :
+							    "an fanotify record not understood");
 	}
-	c->in_overflow = any_overflow;
 	return 0;
 }
 

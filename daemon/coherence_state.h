@@ -72,7 +72,7 @@ struct ufs_coherence {
 	uint64_t ignored;		/* about nothing the kernel holds */
 	uint64_t coalesced;		/* an invalidation already covered it */
 	uint64_t overflows;		/* lost events: everything invalidated */
-	bool in_overflow;		/* an episode of overflows runs (logged once) */
+	uint64_t overflow_logged_ms;	/* CLOCK_MONOTONIC of the episode's log line */
 };
 
 #endif /* UFS_COHERENCE_STATE_H */

@@ -91,6 +91,19 @@ void ufs_daemon_prune_stop(struct ufs_daemon *d)
 	ufs_inode_prune_stop(&d->fs.prune);
 }
 
+/*
+ * Before the mount goes: unmounting closes the connection's descriptor
+ * (fuse_session_unmount), whose number a later open may be given, so the
+ * threads that write notifications to it stop writing first: the pruner
+ * ends, the watcher is held (it finishes the notification it writes: the
+ * workers still serve) until ufs_coherence_stop.
+ */
+void ufs_daemon_notifiers_quiesce(struct ufs_daemon *d)
+{
+	ufs_daemon_prune_stop(d);
+	ufs_coherence_hold(&d->fs.coherence);
+}
+
 static char *control_snapshot(void *arg, size_t *len)
 {
 	return ufs_stats_text(arg, len);

@@ -19,6 +19,8 @@ int ufs_daemon_cache_start(struct ufs_daemon *d, bool inherited);
 /* The inode store's bound (inode_limit) once serving, and stopping it. */
 void ufs_daemon_prune_start(struct ufs_daemon *d);
 void ufs_daemon_prune_stop(struct ufs_daemon *d);
+/* Before an unmount: no notification is written to the connection after it. */
+void ufs_daemon_notifiers_quiesce(struct ufs_daemon *d);
 /* The workers' slots and CPUs, before any starts. */
 int ufs_daemon_workers_alloc(struct ufs_daemon *d);
 

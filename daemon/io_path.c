@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,6 +151,19 @@ static bool pt_writer(const struct ufs_file *file, enum ufs_io_mode mode)
  * Returns whether it is the first, whose caller drops what the kernel
  * cached before, once the lock is released (the attr_stale upcall).
  */
+/*
+ * The coherence watcher's ignore mark on a file with writable passthrough
+ * opens (coherence.h), made and removed through the inode's own descriptor
+ * (pinned by the open): a passed-through open keeps none of its own.
+ */
+static void quiet_writes(struct ufs_fs *fs, struct ufs_inode *inode, bool quiet)
+{
+	char name[16];	/* in /proc/self/fd, as fs_shared.c's ufs_proc_name */
+
+	snprintf(name, sizeof(name), "%d", inode->fd);
+	ufs_coherence_quiet(&fs->coherence, fs->confine.proc_fd, name, quiet);
+}
+
 static bool pt_writer_add(struct ufs_inode *inode)
 {
 	UFS_ASSERT_HELD(&inode->lock);
@@ -244,7 +258,7 @@ int ufs_io_path_open(struct ufs_fs *fs, struct ufs_req *req, struct ufs_file *fi
 			first_writer = pt_writer_add(inode);
 		/* Its writes tell the kernel nothing now: no event for each (coherence.c). */
 		if (first_writer)
-			ufs_coherence_quiet(&fs->coherence, file->fd, true);
+			quiet_writes(fs, inode, true);
 	}
 	pthread_mutex_unlock(&inode->lock);
 	if (ret)
@@ -285,7 +299,7 @@ void ufs_io_path_release(struct ufs_fs *fs, struct ufs_file *file)
 		UFS_BUG_ON(!inode->pt_writers);
 		/* Before its attributes may be cached again: writes are reported again. */
 		if (inode->pt_writers == 1)
-			ufs_coherence_quiet(&fs->coherence, file->fd, false);
+			quiet_writes(fs, inode, false);
 		__atomic_store_n(&inode->pt_writers, inode->pt_writers - 1, __ATOMIC_RELAXED);
 	}
 	if (!--inode->io_opens) {

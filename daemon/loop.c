@@ -16,6 +16,7 @@
 #include "config_file.h"
 #include "copy.h"
 #include "daemon.h"
+#include "daemon_start.h"
 #include "handover_socket.h"
 #include "log.h"
 #include "loop.h"
@@ -193,6 +194,7 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 					goto handed_over;
 				ufs_info("signal %d: unmounting %s", si.ssi_signo, d->mountpoint);
 				ufs_notify_stopping(&d->notify);
+				ufs_daemon_notifiers_quiesce(d);
 				ufs_unmount(&d->mnt);
 				grace_deadline = now_ms() + SHUTDOWN_GRACE_MS;
 				break;

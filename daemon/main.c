@@ -194,6 +194,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_coherence_stop(&d->fs.coherence);
 	ufs_transport_stop(d);
 	ret = ufs_main_loop_end(d);
+	ufs_daemon_notifiers_quiesce(d);
 	ufs_unmount(&d->mnt);
 	/* Copies and waits end here: while the connection's descriptor is open. */
 	ufs_fs_destroy(&d->fs);
@@ -204,6 +205,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	return ret ? 1 : 0;
 
 err_workers:
+	ufs_daemon_notifiers_quiesce(d);
 	if (!inherited)
 		ufs_transport_abandon(d);
 err_unmount:

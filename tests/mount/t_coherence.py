@@ -318,6 +318,23 @@ def outside_append(m):
     same('append (contents)', f'{mnt}/f', f'{src}/f', content)
 
 
+@pinning_case
+def outside_append_after_a_write_through_the_mount(m):
+    """A file written through the mount (a passthrough writer: the watcher
+    ignores its writes while it is open), closed, then appended beside the
+    mount: the mount shows the new size and contents (the ignore mark must
+    go with the last writer, though a passed-through open keeps no
+    descriptor of its own)."""
+    src, mnt = prepare(m, 'written', {'f': b'A' * 100})
+    with open(f'{mnt}/f', 'r+b') as f:
+        f.write(b'M')
+    cache(mnt, 'f')
+    append(f'{src}/f', b'appended beside the mount')
+    same('append after a write through the mount', f'{mnt}/f', f'{src}/f')
+    same('append after a write through the mount (contents)', f'{mnt}/f', f'{src}/f',
+         content)
+
+
 def kept_open(m, name, change, mapped=False):
     """A file opened (and read, or mapped and read) through the mount
     before the change; the same descriptor (mapping) then reads what

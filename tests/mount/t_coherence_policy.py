@@ -234,6 +234,44 @@ def flood_past_the_queue():
         check_eq(len(said), 1, f'log lines on the overflow: {said}')
 
 
+@case(mount=False, root=True, timeout=120)
+def stop_while_busy_writes_into_no_file():
+    """SIGTERM with a process still in the mount: unmounting closes the
+    connection's descriptor and its number goes to the next open, such as
+    the daemon's own backing open for a client's open in the lazily
+    unmounted mount. Notifications of changes beside the mount made after
+    that must land nowhere, least of all in that file."""
+    ufs.require_daemon('the watcher is the daemon\'s')
+    require_watchable()
+    m = ufs.Mount()
+    m.start()
+    fds = []
+    try:
+        w = m.work('stop')
+        victim, other = f'{w.src}/victim', f'{w.src}/other'
+        ufs.write_file(victim, b'A' * 64)
+        ufs.write_file(other, b'B')
+        os.stat(f'{w.mnt}/victim')
+        os.stat(f'{w.mnt}/other')
+        busy = os.open(w.mnt, os.O_RDONLY | os.O_DIRECTORY)
+        fds.append(busy)
+        m.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        for _ in range(3):
+            fds.append(os.open('victim', os.O_RDWR, dir_fd=busy))
+        for i in range(20):
+            os.chmod(other, 0o600 if i % 2 else 0o644)
+            os.chmod(victim, 0o600 if i % 2 else 0o644)
+            time.sleep(0.02)
+        time.sleep(0.3)
+        check_eq(ufs.read_file(victim), b'A' * 64,
+                 'the file a client opened after the SIGTERM' + m.log_tail())
+    finally:
+        for fd in fds:
+            os.close(fd)
+        m.ended('SIGTERM')
+
+
 def cache_option_known():
     """The daemon must know `cache=` (issue 26): --print-config takes it."""
     r = subprocess.run([ufs.config().daemon, '--print-config', '-o', 'cache=timeout'],
