@@ -37,10 +37,18 @@ def listing_again_sends_no_readdir(m):
     fill(f'{m.src}/again')
     first = sorted(os.listdir(f'{m.mnt}/again'))
     check_eq(first, sorted(os.listdir(f'{m.src}/again')), 'the first listing')
-    before = readdirs(m)
+    # Another suite's drop_caches (or reclaim) may take the cached pages
+    # between two listings: then the kernel reads once and caches again.
+    # A daemon whose listings are never kept costs READDIRs every time.
+    sent = []
     for _ in range(3):
-        check_eq(sorted(os.listdir(f'{m.mnt}/again')), first, 'a listing from the cache')
-    check_eq(readdirs(m) - before, 0, 'READDIR + READDIRPLUS for three listings again')
+        before = readdirs(m)
+        for _ in range(3):
+            check_eq(sorted(os.listdir(f'{m.mnt}/again')), first, 'a listing from the cache')
+        sent.append(readdirs(m) - before)
+        if not sent[-1]:
+            break
+    check_eq(sent[-1], 0, f'READDIR + READDIRPLUS for three listings again (tries: {sent})')
 
 
 @case(opts=LONG)
