@@ -47,7 +47,10 @@ def holder(chan, path, ltype, start, length):
     sx.lock(fd, fcntl.F_SETLK, ltype, start, length)
     chan.send(('locked', os.getpid()))
     while True:
-        cmd, arg = chan.recv()
+        # Its next command may come after minutes of the parent's work (the
+        # interrupted waits run 24 s, longer on a loaded machine); the
+        # case's own timeout bounds the wait.
+        cmd, arg = chan.recv(timeout=600)
         if cmd == 'unlock-after':
             time.sleep(arg)
             before = time.monotonic()
