@@ -370,16 +370,32 @@ static int hold_name(int dir, const char *name)
 /*
  * The held file lost a name: the inode store closes its descriptor when it
  * can (ufs_inode_unlinked), and ours goes now.
+ *
+ * With its last name gone, what still pins the inode may be a file the
+ * caller closed before this call: the kernel sends RELEASE in the
+ * background (fs/fuse/file.c: fuse_file_release), queued before this
+ * request, and another worker may still be serving it.  Locally the space
+ * is free when unlink() returns: so it is here, once that RELEASE is done
+ * (the last put closes our descriptor).  A file still open is not waited
+ * for; a RELEASE held up for long (a close that flushes to a slow server)
+ * is, up to RELEASE_WAIT_US.
  */
+#define RELEASE_WAIT_US (500 * 1000)
+
 static void release_held(struct ufs_fs *fs, int held, bool removed)
 {
+	struct ufs_inode *pinned = NULL;
 	struct stat st;
 
 	if (held < 0)
 		return;
 	if (removed && !fstat(held, &st) && !S_ISDIR(st.st_mode))
-		ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
+		pinned = ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
 	close(held);
+	if (!pinned)
+		return;
+	ufs_inode_release_awaited(&fs->inodes, pinned, RELEASE_WAIT_US);
+	ufs_inode_put(&fs->inodes, pinned);
 }
 
 static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)

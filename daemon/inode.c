@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -484,14 +485,17 @@ static void inode_release_locked(struct ufs_inode_store *inodes, struct ufs_inod
 	inodes->inode_count--;
 }
 
-void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+/* released: the ref was a RELEASE's, whose count drops with it. */
+static void inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode, bool released)
 {
 	int evict[2] = { -1, -1 };
 	bool dead;
 
-	if (!inode)
-		return;
 	pthread_mutex_lock(&inodes->inode_lock);
+	if (released) {
+		UFS_BUG_ON(!inode->releasing);
+		inode->releasing--;
+	}
 	dead = unpin_locked(inodes, inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(inodes, inode);
@@ -503,6 +507,46 @@ void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 	ufs_inode_close_evicted(evict, 2);
 	if (dead)
 		ufs_inode_free(inodes, inode);
+}
+
+void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+{
+	if (inode)
+		inode_put(inodes, inode, false);
+}
+
+void ufs_inode_release_begin(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+{
+	pthread_mutex_lock(&inodes->inode_lock);
+	pin_locked(inodes, inode);
+	inode->releasing++;
+	pthread_mutex_unlock(&inodes->inode_lock);
+}
+
+void ufs_inode_release_end(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+{
+	inode_put(inodes, inode, true);
+}
+
+bool ufs_inode_release_awaited(struct ufs_inode_store *inodes, struct ufs_inode *inode,
+			       unsigned int timeout_us)
+{
+	const struct timespec poll = { .tv_nsec = 20 * 1000 };
+	unsigned int waited = 0;
+
+	for (;;) {
+		bool busy;
+
+		pthread_mutex_lock(&inodes->inode_lock);
+		busy = inode->refs > 1 && inode->releasing;
+		pthread_mutex_unlock(&inodes->inode_lock);
+		if (!busy)
+			return true;
+		if (waited >= timeout_us)
+			return false;
+		nanosleep(&poll, NULL);
+		waited += poll.tv_nsec / 1000;
+	}
 }
 
 void ufs_inode_export_stats(struct ufs_inode_store *inodes, struct ufs_exports *out)

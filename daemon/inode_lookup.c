@@ -234,22 +234,29 @@ void ufs_inode_moved(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, uint6
  * of removing it (our descriptor is a use), would keep that file.  An
  * inode with a file handle reopens by it if the kernel asks again.
  */
-void ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, nlink_t nlink)
+struct ufs_inode *ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino,
+				     nlink_t nlink)
 {
-	struct ufs_inode *inode;
+	struct ufs_inode *inode, *pinned = NULL;
 	int fd = -1;
 
 	pthread_mutex_lock(&inodes->inode_lock);
 	inode = ufs_inode_find_by_key_locked(inodes, dev, ino);
 	if (inode && inode != inodes->root && inode->fd >= 0 && (!nlink || inode->handle)) {
-		if (inode->refs)
+		if (inode->refs) {
 			inode->drop_fd = true;	/* at its last ufs_inode_put */
-		else
+			if (!nlink) {
+				inode->refs++;	/* pinned already: off the LRU */
+				pinned = inode;
+			}
+		} else {
 			fd = ufs_inode_fd_take_locked(inodes, inode);
+		}
 	}
 	pthread_mutex_unlock(&inodes->inode_lock);
 	if (fd >= 0)
 		close(fd);
+	return pinned;
 }
 
 /* A name of (dev, ino) now lives in parent (RENAME): where to find it again. */

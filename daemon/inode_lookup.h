@@ -24,8 +24,14 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 void ufs_inode_add_lookup(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 /* A name of (dev, ino) now lives in parent (RENAME). */
 void ufs_inode_moved(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, uint64_t parent);
-/* A name of (dev, ino) was removed; nlink: the links it has left. */
-void ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, nlink_t nlink);
+/*
+ * A name of (dev, ino) was removed; nlink: the links it has left.  An
+ * inode that lost its last one while pinned is returned with one more
+ * ref (the caller puts it, and may wait before: ufs_inode_release_awaited);
+ * otherwise NULL.
+ */
+struct ufs_inode *ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino,
+				     nlink_t nlink);
 /* For inode_revive.c: a node id from the export records is live again, under inode_lock. */
 void ufs_inode_record_revived_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode,
 				     uint32_t slot);

@@ -1174,6 +1174,16 @@ def c_helper(src, *args, out=None):
     return _helpers[src]
 
 
+def preload_env(shim, **extra):
+    """Environment that preloads the shim built from tests/mount/SHIM (see its
+    comment) into the daemon, ASan's build too, with the extra variables."""
+    lib = c_helper(shim, '-shared', '-fPIC', '-ldl',
+                   out=os.path.basename(shim).removesuffix('.c') + '.so')
+    # An ASan daemon insists on its runtime coming first; a shim uses none of it.
+    asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
+    return {'LD_PRELOAD': lib, 'ASAN_OPTIONS': asan, **extra}
+
+
 def fd_count(pid):
     """The number of descriptors process pid has open (/proc/PID/fd)."""
     return len(os.listdir(f'/proc/{pid}/fd'))

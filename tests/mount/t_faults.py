@@ -296,6 +296,39 @@ def unlink_frees_space():
 
 
 @case(mount=False, root=True)
+def unlink_waits_for_a_slow_release():
+    """The same when the daemon is still serving the closed file's RELEASE as
+    the UNLINK arrives (the kernel sends RELEASE in the background; a shim
+    makes what the daemon's RELEASE closes take 50 ms), on both data paths:
+    unlink() returns once the space is free.  Over /dev/fuse another worker
+    serves the UNLINK.  A file still open is not waited for."""
+    ufs.require_daemon('the slow close is injected into the daemon')
+    env = ufs.preload_env('shim/slowclose.c')
+    for io_path in ('auto', 'copy'):
+        with tmpfs('4m') as src, ufs.Mount(source=src, env=env, opts=f'io_path={io_path}') as m:
+            late = []
+            for i in range(3):
+                ufs.write_file(f'{m.mnt}/slowclose-big', ufs.pattern(3 << 20, seed=i))
+                full = os.statvfs(src).f_bavail
+                os.unlink(f'{m.mnt}/slowclose-big')
+                if os.statvfs(src).f_bavail <= full + 500:
+                    late.append(i)
+                wait_for(lambda: os.statvfs(src).f_bavail > full + 500, 'space after the unlink')
+            check(not late, f'io_path={io_path}: unlink() returned before the RELEASE served '
+                  f'beside it closed the file: its space was still in use (in {len(late)} of 3 '
+                  'tries)')
+            with opened(f'{m.mnt}/slowclose-open', os.O_RDWR | os.O_CREAT) as fd:
+                os.write(fd, b'x')
+                start = time.monotonic()
+                os.unlink(f'{m.mnt}/slowclose-open')
+                took = time.monotonic() - start
+                check(took < 0.4, f'io_path={io_path}: unlink of a file still open took '
+                      f'{took * 1000:.0f} ms')
+                check_eq(os.pread(fd, 1, 0), b'x', f'io_path={io_path}: the open file after '
+                         'the unlink')
+
+
+@case(mount=False, root=True)
 def full_backing_fs_writeback():
     """The same with the writeback cache: ENOSPC may surface at write, fsync
     or close, but it must surface, and the data written before survives."""

@@ -444,10 +444,7 @@ def uring_enabled():
 
 def ringfail_env(mode):
     """Environment that preloads tests/mount/shim/ringfail.c: see its comment."""
-    shim = ufs.c_helper('shim/ringfail.c', '-shared', '-fPIC', '-ldl', out='ringfail.so')
-    # An ASan daemon insists on its runtime coming first; the shim uses none of it.
-    asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
-    return {'LD_PRELOAD': shim, 'UFS_RINGFAIL': mode, 'ASAN_OPTIONS': asan}
+    return ufs.preload_env('shim/ringfail.c', UFS_RINGFAIL=mode)
 
 
 @case(mount=False)

@@ -465,13 +465,6 @@ def metadata_stress():
         check_no_leak(m, base, 'metadata_stress')
 
 
-def linkrace_env():
-    """Environment that preloads tests/mount/shim/linkrace.c: see its comment."""
-    shim = ufs.c_helper('shim/linkrace.c', '-shared', '-fPIC', '-ldl', out='linkrace.so')
-    asan = ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
-    return {'LD_PRELOAD': shim, 'ASAN_OPTIONS': asan}
-
-
 @case(mount=False, root=True)
 def link_made_during_unlink():
     """A local process links a file just before the daemon removes one of its
@@ -481,7 +474,7 @@ def link_made_during_unlink():
     and give ESTALE."""
     ufs.require_daemon('the race is injected into the daemon')
     with ufs.Mount(opts='inode_handles=never,attr_timeout=0,entry_timeout=0',
-                   env=linkrace_env()) as m:
+                   env=ufs.preload_env('shim/linkrace.c')) as m:
         for how in ('unlink', 'rename'):
             ufs.write_file(f'{m.src}/race-{how}', how.encode())
             ufs.write_file(f'{m.src}/from-{how}', b'new')

@@ -165,10 +165,47 @@ static void test_unlinked(void)
 	path_of(p, sizeof(p), "u");
 	unlink(p);
 	ok(u->fd >= 0, "an unlinked file's unpinned inode still has its descriptor");
-	ufs_inode_unlinked(&store, u->dev, u->ino, 0);
+	ok(!ufs_inode_unlinked(&store, u->dev, u->ino, 0), "unpinned: nothing to wait for");
 	is_int(u->fd, -1, "the last name gone: its descriptor closes at once");
 	ok(!ufs_inode_get(&store, u->nodeid), "and a later use finds nothing (ESTALE)");
 	ufs_inode_forget(&store, u->nodeid, 1);
+}
+
+/*
+ * The last name of a file whose RELEASE is under way: the unlink waits for
+ * that RELEASE, not for a file still open, and its own put closes the
+ * descriptor.
+ */
+static void test_unlinked_while_released(void)
+{
+	struct ufs_inode *r, *open_file, *pinned;
+	char p[128];
+
+	make_file("r");
+	r = lookup("r");
+	if (!r) {
+		ok(0, "lookup of r");
+		return;
+	}
+	open_file = ufs_inode_get(&store, r->nodeid);	/* an open file's ref */
+	path_of(p, sizeof(p), "r");
+	unlink(p);
+	pinned = ufs_inode_unlinked(&store, r->dev, r->ino, 0);
+	ok(pinned == r, "pinned by an open file: returned with a ref of its own");
+	ok(r->fd >= 0, "its descriptor stays while pinned");
+	ok(ufs_inode_release_awaited(&store, r, 0), "a file still open: nothing to wait for");
+	ufs_inode_release_begin(&store, r);
+	ok(!ufs_inode_release_awaited(&store, r, 1000),
+	   "a RELEASE under way: waited for, to the bound");
+	ufs_inode_put(&store, open_file);		/* that RELEASE closes its file */
+	ok(!ufs_inode_release_awaited(&store, r, 1000), "still under way until it ends");
+	ufs_inode_release_end(&store, r);
+	ok(ufs_inode_release_awaited(&store, r, 0), "ended: no wait");
+	is_int(r->releasing, 0, "no RELEASE counted any more");
+	ok(r->fd >= 0, "the unlink's own ref still pins the descriptor");
+	ufs_inode_put(&store, pinned);
+	is_int(r->fd, -1, "its put was the last: the descriptor closes before the unlink replies");
+	ufs_inode_forget(&store, r->nodeid, 1);
 }
 
 /* FORGET leaves an export record; LOOKUP "." brings the same node id back. */
@@ -312,6 +349,7 @@ int main(void)
 	ok(store.root && store.root->nodeid == FUSE_ROOT_ID, "the root has FUSE_ROOT_ID");
 	test_lookup_ref();
 	test_unlinked();
+	test_unlinked_while_released();
 	if (store.handles.usable) {
 		test_lru();
 		test_revive();
