@@ -107,6 +107,16 @@ static bool entry_is_file(const struct ufs_inode *inode, const struct ufs_inode 
 	return handles_equal(inode->handle, fresh->handle);
 }
 
+/* The kernel was given inode once more (a LOOKUP's reply): counted. */
+static void lookup_counted_locked(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+{
+	UFS_ASSERT_HELD(&inodes->inode_lock);
+	inode->nlookup++;
+	inode->coh_sent = 0;	/* given to the kernel again (inode.h) */
+	inode->used = true;	/* inode_prune.c's CLOCK */
+	ufs_inode_record_lookups_locked(inodes, inode);
+}
+
 /*
  * Account one kernel lookup for the object fd refers to.  Takes ownership
  * of fd: it becomes the inode's descriptor, or is closed if the inode is
@@ -130,10 +140,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 	inode = ufs_inode_find_by_key_locked(inodes, st->st_dev, st->st_ino);
 	if (inode && (inode->fd >= 0 || inode->control)) {
 		parent_set_locked(inodes, inode, parent);
-		inode->nlookup++;
-		inode->coh_sent = 0;	/* given to the kernel again */
-		inode->used = true;
-		ufs_inode_record_lookups_locked(inodes, inode);
+		lookup_counted_locked(inodes, inode);
 		pthread_mutex_unlock(&inodes->inode_lock);
 		if (fd >= 0)
 			close(fd);
@@ -160,10 +167,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 	inode = ufs_inode_find_by_key_locked(inodes, st->st_dev, st->st_ino);
 	if (inode && entry_is_file(inode, fresh)) {
 		parent_set_locked(inodes, inode, parent);
-		inode->nlookup++;
-		inode->coh_sent = 0;	/* given to the kernel again */
-		inode->used = true;
-		ufs_inode_record_lookups_locked(inodes, inode);
+		lookup_counted_locked(inodes, inode);
 		if (inode->fd < 0 && inode->handle && fresh->fd >= 0) {
 			/* An evicted descriptor comes back for free, found inside. */
 			inode->fd = fresh->fd;
@@ -207,10 +211,7 @@ int ufs_inode_find_or_insert(struct ufs_inode_store *inodes, int fd, const struc
 void ufs_inode_add_lookup(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
 	pthread_mutex_lock(&inodes->inode_lock);
-	inode->nlookup++;
-	inode->coh_sent = 0;	/* given to the kernel again */
-	inode->used = true;
-	ufs_inode_record_lookups_locked(inodes, inode);
+	lookup_counted_locked(inodes, inode);
 	pthread_mutex_unlock(&inodes->inode_lock);
 }
 
