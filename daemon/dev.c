@@ -259,7 +259,9 @@ static void *dev_worker_main(void *arg)
 			err = ENOMEM;
 			break;
 		}
+		ufs_worker_waiting(w);
 		n = read(dw->fd, slot->in + WRITE_DATA_SKEW, slot->in_size);
+		ufs_worker_serving(w);
 		if (n < 0) {
 			err = errno;
 			slot_put(slot);

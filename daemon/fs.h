@@ -76,12 +76,20 @@ struct ufs_fs {
 	struct ufs_passthrough pt;	/* kernel passthrough (passthrough.h) */
 	/*
 	 * What the file system asks of the daemon above it (daemon_start.c sets
-	 * them): the control file's stats snapshot, and telling the kernel
+	 * them): the control file's stats snapshot, telling the kernel
 	 * that its cached attributes of nodeid are stale, after a change the
-	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE).
+	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE), and waiting for
+	 * requests the kernel queued ahead of the one being served.
 	 */
 	char *(*control_snapshot)(void *arg, size_t *len);
 	void (*attr_stale)(void *arg, uint64_t nodeid);
+	/*
+	 * Wait until the other workers are done with what they had taken from
+	 * the transport, or enough(enough_arg), up to timeout_ms; false if
+	 * the time ran out (worker.h: ufs_workers_await).
+	 */
+	bool (*await_taken)(void *arg, bool (*enough)(void *), void *enough_arg,
+			    unsigned int timeout_ms);
 	void *upcall_arg;
 };
 

@@ -373,29 +373,45 @@ static int hold_name(int dir, const char *name)
  *
  * With its last name gone, what still pins the inode may be a file the
  * caller closed before this call: the kernel sends RELEASE in the
- * background (fs/fuse/file.c: fuse_file_release), queued before this
- * request, and another worker may still be serving it.  Locally the space
- * is free when unlink() returns: so it is here, once that RELEASE is done
- * (the last put closes our descriptor).  A file still open is not waited
- * for; a RELEASE held up for long (a close that flushes to a slow server)
- * is, up to RELEASE_WAIT_US.
+ * background (fs/fuse/file.c: fuse_file_release), queued ahead of this
+ * request, and another worker may have taken it and not be done.  Locally
+ * the space is free when unlink() returns: so it is here, once the other
+ * workers are done with what they had taken (the last put closes our
+ * descriptor), or the file is no longer pinned.  A file still open costs
+ * the wait for the others' requests under way, up to RELEASE_WAIT_MS (a
+ * close that flushes to a slow server).
  */
-#define RELEASE_WAIT_US (500 * 1000)
+#define RELEASE_WAIT_MS 500
+
+struct held {
+	struct ufs_fs *fs;
+	struct ufs_inode *inode;
+};
+
+static bool held_released(void *arg)
+{
+	const struct held *h = arg;
+
+	return !ufs_inode_pinned_by_others(&h->fs->inodes, h->inode);
+}
 
 static void release_held(struct ufs_fs *fs, int held, bool removed)
 {
-	struct ufs_inode *pinned = NULL;
+	struct held h = { .fs = fs };
 	struct stat st;
 
 	if (held < 0)
 		return;
 	if (removed && !fstat(held, &st) && !S_ISDIR(st.st_mode))
-		pinned = ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
+		h.inode = ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
 	close(held);
-	if (!pinned)
+	if (!h.inode)
 		return;
-	ufs_inode_release_awaited(&fs->inodes, pinned, RELEASE_WAIT_US);
-	ufs_inode_put(&fs->inodes, pinned);
+	if (fs->await_taken && !fs->await_taken(fs->upcall_arg, held_released, &h, RELEASE_WAIT_MS))
+		ufs_log_once(UFS_LOG_INFO, "an unlink waited %d ms for the requests other workers had "
+			     "taken (a RELEASE of its file may be one) and replied without them",
+			     RELEASE_WAIT_MS);
+	ufs_inode_put(&fs->inodes, h.inode);
 }
 
 static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)

@@ -438,16 +438,11 @@ ssize_t ufs_op_release(struct ufs_fs *fs, struct ufs_req *req)
 {
 	const struct fuse_release_in *in = req->args.op;
 	struct ufs_file *file = ufs_file_unregister(&fs->files, in->fh);
-	struct ufs_inode *inode;
 
 	if (!file)
 		return -EBADF;
-	/* An UNLINK served meanwhile waits for this (fs_entry.c: release_held). */
-	inode = file->inode;
-	ufs_inode_release_begin(&fs->inodes, inode);
-	ufs_lock_release_fh(inode, in->fh);
+	ufs_lock_release_fh(file->inode, in->fh);
 	/* Closing our descriptor releases its flock (FUSE_RELEASE_FLOCK_UNLOCK). */
 	ufs_file_free(fs, file);
-	ufs_inode_release_end(&fs->inodes, inode);
 	return 0;
 }

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -485,17 +484,14 @@ static void inode_release_locked(struct ufs_inode_store *inodes, struct ufs_inod
 	inodes->inode_count--;
 }
 
-/* released: the ref was a RELEASE's, whose count drops with it. */
-static void inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode, bool released)
+void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
 	int evict[2] = { -1, -1 };
 	bool dead;
 
+	if (!inode)
+		return;
 	pthread_mutex_lock(&inodes->inode_lock);
-	if (released) {
-		UFS_BUG_ON(!inode->releasing);
-		inode->releasing--;
-	}
 	dead = unpin_locked(inodes, inode) && inode_unused(inode);
 	if (dead)
 		inode_release_locked(inodes, inode);
@@ -509,44 +505,14 @@ static void inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode, b
 		ufs_inode_free(inodes, inode);
 }
 
-void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode)
+bool ufs_inode_pinned_by_others(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {
-	if (inode)
-		inode_put(inodes, inode, false);
-}
+	bool others;
 
-void ufs_inode_release_begin(struct ufs_inode_store *inodes, struct ufs_inode *inode)
-{
 	pthread_mutex_lock(&inodes->inode_lock);
-	pin_locked(inodes, inode);
-	inode->releasing++;
+	others = inode->refs > 1;
 	pthread_mutex_unlock(&inodes->inode_lock);
-}
-
-void ufs_inode_release_end(struct ufs_inode_store *inodes, struct ufs_inode *inode)
-{
-	inode_put(inodes, inode, true);
-}
-
-bool ufs_inode_release_awaited(struct ufs_inode_store *inodes, struct ufs_inode *inode,
-			       unsigned int timeout_us)
-{
-	const struct timespec poll = { .tv_nsec = 20 * 1000 };
-	unsigned int waited = 0;
-
-	for (;;) {
-		bool busy;
-
-		pthread_mutex_lock(&inodes->inode_lock);
-		busy = inode->refs > 1 && inode->releasing;
-		pthread_mutex_unlock(&inodes->inode_lock);
-		if (!busy)
-			return true;
-		if (waited >= timeout_us)
-			return false;
-		nanosleep(&poll, NULL);
-		waited += poll.tv_nsec / 1000;
-	}
+	return others;
 }
 
 void ufs_inode_export_stats(struct ufs_inode_store *inodes, struct ufs_exports *out)

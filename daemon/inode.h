@@ -40,7 +40,6 @@ struct ufs_inode {
 	uint64_t nlookup;		/* references the kernel holds */
 	uint64_t parent;		/* where a name last led to it, 0: unknown (export.c) */
 	uint32_t refs;			/* in-flight requests and open files; pins fd */
-	uint32_t releasing;		/* RELEASEs serving now (each holds a ref) */
 	struct ufs_inode *next_by_id;	/* hash chains */
 	struct ufs_inode *next_by_key;
 	bool keyed;			/* in the (dev, ino) index: the file still has this key */
@@ -134,19 +133,8 @@ struct ufs_inode *ufs_inode_get(struct ufs_inode_store *inodes, uint64_t nodeid)
 void ufs_inode_put(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 /* Another reference for something that outlives the request (an open file). */
 void ufs_inode_ref(struct ufs_inode_store *inodes, struct ufs_inode *inode);
-/*
- * A RELEASE of a file of inode, begun (a ref of its own) and ended (that
- * ref dropped with the count, at once): ufs_inode_release_awaited waits
- * for those under way.
- */
-void ufs_inode_release_begin(struct ufs_inode_store *inodes, struct ufs_inode *inode);
-void ufs_inode_release_end(struct ufs_inode_store *inodes, struct ufs_inode *inode);
-/*
- * Wait, up to timeout_us, while others than the caller's own ref pin
- * inode and a RELEASE of it is under way; true if none is left.
- */
-bool ufs_inode_release_awaited(struct ufs_inode_store *inodes, struct ufs_inode *inode,
-			       unsigned int timeout_us);
+/* Whether anything but the caller's own ref pins inode (an open file, a request). */
+bool ufs_inode_pinned_by_others(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t nlookup);
 size_t ufs_inode_count(struct ufs_inode_store *inodes);
 uint64_t ufs_inode_prune_forgets(struct ufs_inode_store *inodes);

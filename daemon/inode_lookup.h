@@ -27,7 +27,7 @@ void ufs_inode_moved(struct ufs_inode_store *inodes, dev_t dev, ino_t ino, uint6
 /*
  * A name of (dev, ino) was removed; nlink: the links it has left.  An
  * inode that lost its last one while pinned is returned with one more
- * ref (the caller puts it, and may wait before: ufs_inode_release_awaited);
+ * ref (the caller puts it, and may wait before: ufs_inode_pinned_by_others);
  * otherwise NULL.
  */
 struct ufs_inode *ufs_inode_unlinked(struct ufs_inode_store *inodes, dev_t dev, ino_t ino,

@@ -5,11 +5,13 @@
  * many workers and on which CPUs: daemon_start.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +22,8 @@
 int ufs_worker_thread_setup(struct ufs_worker *w, const char *role)
 {
 	char name[16];
+
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
 
 	snprintf(name, sizeof(name), "uringfs-%s%u", role, w->id);
 	pthread_setname_np(pthread_self(), name);
@@ -185,4 +189,92 @@ int ufs_pause_wait(struct ufs_pause *p, bool gone, unsigned int want, int timeou
 	}
 	pthread_mutex_unlock(&p->lock);
 	return ret;
+}
+
+/* ---- waiting for what the other workers took ---- */
+
+uint64_t ufs_monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + now.tv_nsec;
+}
+
+/* Whether the thread tid is running or runnable ('R' in /proc's stat). */
+static bool thread_runnable(pid_t tid)
+{
+	char path[64], buf[512];
+	const char *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	state = strrchr(buf, ')');	/* the name in parentheses may hold anything */
+	return state && state[1] == ' ' && state[2] == 'R';
+}
+
+/*
+ * Done with what it had taken when its waits counter read since: it went
+ * back to waiting after that, or it is waiting now and asleep.  A worker
+ * the kernel has just handed requests to is waiting and runnable until it
+ * says it serves them: not done.  Its phase is read again after its state,
+ * so an asleep seen while it served (a close that blocks) does not count.
+ */
+static bool worker_past(const struct ufs_worker *w, uint64_t since)
+{
+	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) != since)
+		return true;
+	if (!tid || __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) != UFS_WORKER_WAITING ||
+	    thread_runnable(tid))
+		return false;
+	return __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_WAITING &&
+	       __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) == since;
+}
+
+bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, bool (*enough)(void *),
+		       void *arg, uint64_t deadline)
+{
+	const uint64_t past = UINT64_MAX;	/* no waits counter gets there */
+	const struct timespec poll = { .tv_nsec = 50 * 1000 };
+	uint64_t *since = calloc(n ? n : 1, sizeof(*since));
+	pthread_t self = pthread_self();
+	bool all;
+
+	if (!since)
+		return false;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct ufs_worker *w = &workers[i];
+
+		since[i] = past;
+		if (__atomic_load_n(&w->started, __ATOMIC_ACQUIRE) &&
+		    !pthread_equal(w->thread, self))
+			since[i] = __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE);
+	}
+	for (;;) {
+		all = true;
+		for (unsigned int i = 0; i < n; i++) {
+			if (since[i] == past)
+				continue;
+			if (worker_past(&workers[i], since[i]))
+				since[i] = past;	/* what it takes now came later */
+			else
+				all = false;
+		}
+		if (all || enough(arg) || ufs_monotonic_ns() >= deadline)
+			break;
+		nanosleep(&poll, NULL);
+	}
+	free(since);
+	return all || enough(arg);
 }

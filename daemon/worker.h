@@ -10,6 +10,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "counters.h"
 
@@ -36,6 +38,15 @@ struct ufs_pause {
 	unsigned int gone;		/* workers that left after the hand-over */
 };
 
+/*
+ * Where a worker is between its transport and its requests, for
+ * ufs_workers_await: set by the worker only (atomic).
+ */
+enum ufs_worker_phase {
+	UFS_WORKER_SERVING,	/* what it took from its transport */
+	UFS_WORKER_WAITING,	/* for more: asleep, or just woken with some */
+};
+
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
 #define UFS_WORKER_WAKE_SIGNAL SIGUSR2
 
@@ -50,7 +61,34 @@ struct ufs_worker {
 	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
 	int cpu;			/* pinned CPU, -1: none */
+	/* written by its own thread, read by others (atomic) */
+	pid_t tid;			/* its thread, for /proc; 0: none yet */
+	enum ufs_worker_phase phase;
+	uint64_t waits;			/* times it went back to waiting */
 };
+
+/* Right before a worker blocks for requests, and right after it has some. */
+static inline void ufs_worker_waiting(struct ufs_worker *w)
+{
+	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&w->phase, UFS_WORKER_WAITING, __ATOMIC_RELEASE);
+}
+
+static inline void ufs_worker_serving(struct ufs_worker *w)
+{
+	__atomic_store_n(&w->phase, UFS_WORKER_SERVING, __ATOMIC_RELEASE);
+}
+
+/*
+ * Wait until each of the n workers, the calling thread's excepted, is done
+ * with every request it had taken from its transport when called, or until
+ * enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if the
+ * deadline came first.  For a request that must not be answered before
+ * one the kernel queued ahead of it (fs_entry.c: release_held).
+ */
+bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, bool (*enough)(void *),
+		       void *arg, uint64_t deadline);
+uint64_t ufs_monotonic_ns(void);
 
 /* Per-thread set-up every worker does first (names, fs context, pinning). */
 int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);

@@ -297,11 +297,12 @@ def unlink_frees_space():
 
 @case(mount=False, root=True)
 def unlink_waits_for_a_slow_release():
-    """The same when the daemon is still serving the closed file's RELEASE as
+    """The same when the daemon has not finished the closed file's RELEASE as
     the UNLINK arrives (the kernel sends RELEASE in the background; a shim
-    makes what the daemon's RELEASE closes take 50 ms), on both data paths:
-    unlink() returns once the space is free.  Over /dev/fuse another worker
-    serves the UNLINK.  A file still open is not waited for."""
+    makes each step of the daemon's RELEASE take 50 ms: taking it from
+    /dev/fuse, closing the file), on both data paths: unlink() returns once
+    the space is free.  Over /dev/fuse another worker serves the UNLINK.  A
+    file still open is not waited for."""
     ufs.require_daemon('the slow close is injected into the daemon')
     env = ufs.preload_env('shim/slowclose.c')
     for io_path in ('auto', 'copy'):

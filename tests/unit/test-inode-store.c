@@ -172,11 +172,11 @@ static void test_unlinked(void)
 }
 
 /*
- * The last name of a file whose RELEASE is under way: the unlink waits for
- * that RELEASE, not for a file still open, and its own put closes the
- * descriptor.
+ * The last name of a file still pinned (an open file, perhaps one whose
+ * RELEASE is under way): the unlink gets a ref of its own, and its put,
+ * once the other goes, closes the descriptor.
  */
-static void test_unlinked_while_released(void)
+static void test_unlinked_while_pinned(void)
 {
 	struct ufs_inode *r, *open_file, *pinned;
 	char p[128];
@@ -193,16 +193,10 @@ static void test_unlinked_while_released(void)
 	pinned = ufs_inode_unlinked(&store, r->dev, r->ino, 0);
 	ok(pinned == r, "pinned by an open file: returned with a ref of its own");
 	ok(r->fd >= 0, "its descriptor stays while pinned");
-	ok(ufs_inode_release_awaited(&store, r, 0), "a file still open: nothing to wait for");
-	ufs_inode_release_begin(&store, r);
-	ok(!ufs_inode_release_awaited(&store, r, 1000),
-	   "a RELEASE under way: waited for, to the bound");
-	ufs_inode_put(&store, open_file);		/* that RELEASE closes its file */
-	ok(!ufs_inode_release_awaited(&store, r, 1000), "still under way until it ends");
-	ufs_inode_release_end(&store, r);
-	ok(ufs_inode_release_awaited(&store, r, 0), "ended: no wait");
-	is_int(r->releasing, 0, "no RELEASE counted any more");
-	ok(r->fd >= 0, "the unlink's own ref still pins the descriptor");
+	ok(ufs_inode_pinned_by_others(&store, r), "the open file pins it besides");
+	ufs_inode_put(&store, open_file);		/* its RELEASE */
+	ok(!ufs_inode_pinned_by_others(&store, r), "released: only the unlink's ref is left");
+	ok(r->fd >= 0, "which still pins the descriptor");
 	ufs_inode_put(&store, pinned);
 	is_int(r->fd, -1, "its put was the last: the descriptor closes before the unlink replies");
 	ufs_inode_forget(&store, r->nodeid, 1);
@@ -349,7 +343,7 @@ int main(void)
 	ok(store.root && store.root->nodeid == FUSE_ROOT_ID, "the root has FUSE_ROOT_ID");
 	test_lookup_ref();
 	test_unlinked();
-	test_unlinked_while_released();
+	test_unlinked_while_pinned();
 	if (store.handles.usable) {
 		test_lru();
 		test_revive();
