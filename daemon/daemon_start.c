@@ -36,15 +36,21 @@ static void attr_stale(void *arg, uint64_t nodeid)
 		ufs_log_once(UFS_LOG_WARN, "invalidating cached attributes: %s", strerror(-ret));
 }
 
-/* The workers, and io_uring's /dev/fuse reader (fs.h: await_taken). */
-static bool await_taken(void *arg, bool (*enough)(void *), void *enough_arg,
-			unsigned int timeout_ms)
+/*
+ * The /dev/fuse readers (fs.h: await_release): the workers over /dev/fuse,
+ * and io_uring's reader.  A ring worker is not asked: a caller's requests
+ * from one CPU are on one queue, served in order by one worker.
+ */
+static bool await_release(void *arg, uint64_t nodeid, bool (*enough)(void *), void *enough_arg,
+			  unsigned int timeout_ms)
 {
 	struct ufs_daemon *d = arg;
 	uint64_t deadline = ufs_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
 
-	return ufs_workers_await(d->workers, d->nworkers, enough, enough_arg, deadline) &&
-	       ufs_workers_await(&d->dev_reader, 1, enough, enough_arg, deadline);
+	if (!d->uring &&
+	    !ufs_workers_await(d->workers, d->nworkers, nodeid, enough, enough_arg, deadline))
+		return false;
+	return ufs_workers_await(&d->dev_reader, 1, nodeid, enough, enough_arg, deadline);
 }
 
 /* The coherence watcher's notifications (coherence.c), on its thread only. */
@@ -133,7 +139,7 @@ int ufs_daemon_fs_open(struct ufs_daemon *d)
 	d->fs.suid = d->mount_opts.suid;
 	d->fs.control_snapshot = control_snapshot;
 	d->fs.attr_stale = attr_stale;
-	d->fs.await_taken = await_taken;
+	d->fs.await_release = await_release;
 	d->fs.upcall_arg = d;
 	return 0;
 }

@@ -239,6 +239,14 @@ static void dev_serve(struct dev_worker *dw, struct dev_slot *slot, ssize_t n)
 	ufs_dispatch(&dw->w->daemon->fs, &slot->req, &msg);
 }
 
+/* The node id of a RELEASE just read into slot, or 0 (worker.h: ufs_worker_serving). */
+static uint64_t released_node(const struct dev_slot *slot, ssize_t n)
+{
+	const struct fuse_in_header *in = (const void *)(slot->in + WRITE_DATA_SKEW);
+
+	return n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_RELEASE ? in->nodeid : 0;
+}
+
 static void *dev_worker_main(void *arg)
 {
 	struct ufs_worker *w = arg;
@@ -250,18 +258,21 @@ static void *dev_worker_main(void *arg)
 		struct dev_slot *slot;
 		ssize_t n;
 
+		/* Holding no request: an UNLINK need not wait for it (worker.h). */
+		ufs_worker_waiting(w);
 		/* A take-over waits here, between requests; the successor reads on. */
-		if (ufs_worker_pausing(w->daemon) && ufs_worker_pause_point(w))
+		if (ufs_worker_pausing(w->daemon) && ufs_worker_pause_point(w)) {
+			ufs_worker_left(w);
 			return NULL;
+		}
 		slot = slot_get(dw);
 		if (!slot) {
 			ufs_err("worker %u: out of memory for a request buffer", w->id);
 			err = ENOMEM;
 			break;
 		}
-		ufs_worker_waiting(w);
 		n = read(dw->fd, slot->in + WRITE_DATA_SKEW, slot->in_size);
-		ufs_worker_serving(w);
+		ufs_worker_serving(w, released_node(slot, n));
 		if (n < 0) {
 			err = errno;
 			slot_put(slot);
@@ -276,6 +287,7 @@ static void *dev_worker_main(void *arg)
 		}
 		dev_serve(dw, slot, n);
 	}
+	ufs_worker_left(w);
 	/* ENODEV is the kernel's way of saying the file system was unmounted. */
 	if (err != ENODEV)
 		ufs_err("worker %u: reading /dev/fuse failed: %s", w->id, strerror(err));

@@ -84,12 +84,12 @@ struct ufs_fs {
 	char *(*control_snapshot)(void *arg, size_t *len);
 	void (*attr_stale)(void *arg, uint64_t nodeid);
 	/*
-	 * Wait until the other workers are done with what they had taken from
-	 * the transport, or enough(enough_arg), up to timeout_ms; false if
-	 * the time ran out (worker.h: ufs_workers_await).
+	 * Wait until no other worker holds a RELEASE of nodeid that it took
+	 * before, or enough(enough_arg), up to timeout_ms; false if the time
+	 * ran out (worker.h: ufs_workers_await).
 	 */
-	bool (*await_taken)(void *arg, bool (*enough)(void *), void *enough_arg,
-			    unsigned int timeout_ms);
+	bool (*await_release)(void *arg, uint64_t nodeid, bool (*enough)(void *),
+			      void *enough_arg, unsigned int timeout_ms);
 	void *upcall_arg;
 };
 

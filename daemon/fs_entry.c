@@ -374,12 +374,15 @@ static int hold_name(int dir, const char *name)
  * With its last name gone, what still pins the inode may be a file the
  * caller closed before this call: the kernel sends RELEASE in the
  * background (fs/fuse/file.c: fuse_file_release), queued ahead of this
- * request, and another worker may have taken it and not be done.  Locally
- * the space is free when unlink() returns: so it is here, once the other
- * workers are done with what they had taken (the last put closes our
- * descriptor), or the file is no longer pinned.  A file still open costs
- * the wait for the others' requests under way, up to RELEASE_WAIT_MS (a
- * close that flushes to a slow server).
+ * request, and another /dev/fuse worker may have read it and not be done.
+ * Locally the space is free when unlink() returns: so it is here, once no
+ * other worker holds a RELEASE of the file (the last put closes our
+ * descriptor), or the file is no longer pinned; up to RELEASE_WAIT_MS (a
+ * close that flushes to a slow server).  A file still open costs only the
+ * moment a worker given a request takes to say which.  Not covered: a
+ * RELEASE still in the kernel's background queue (more than
+ * max_background requests in flight), or on another CPU's io_uring queue
+ * (a caller moved between its close and its unlink).
  */
 #define RELEASE_WAIT_MS 500
 
@@ -407,10 +410,10 @@ static void release_held(struct ufs_fs *fs, int held, bool removed)
 	close(held);
 	if (!h.inode)
 		return;
-	if (fs->await_taken && !fs->await_taken(fs->upcall_arg, held_released, &h, RELEASE_WAIT_MS))
-		ufs_log_once(UFS_LOG_INFO, "an unlink waited %d ms for the requests other workers had "
-			     "taken (a RELEASE of its file may be one) and replied without them",
-			     RELEASE_WAIT_MS);
+	if (fs->await_release && !fs->await_release(fs->upcall_arg, h.inode->nodeid, held_released,
+						    &h, RELEASE_WAIT_MS))
+		ufs_log_once(UFS_LOG_INFO, "an unlink waited %d ms for a RELEASE of its file on "
+			     "another worker and replied before it was done", RELEASE_WAIT_MS);
 	ufs_inode_put(&fs->inodes, h.inode);
 }
 

@@ -312,9 +312,7 @@ static int ring_serve(struct ring_worker *rw)
 		unsigned int head, seen = 0;
 		int ret;
 
-		ufs_worker_waiting(rw->w);
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
-		ufs_worker_serving(rw->w);
 		if (ret >= 0)
 			ring_rec_sent(rw);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {

@@ -201,8 +201,13 @@ uint64_t ufs_monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + now.tv_nsec;
 }
 
-/* Whether the thread tid is running or runnable ('R' in /proc's stat). */
-static bool thread_runnable(pid_t tid)
+/*
+ * Whether the thread tid is asleep ('S' in /proc's stat): where a worker
+ * waits in read(2).  Anything else, an unreadable state too, may be a
+ * worker the kernel has just given a request to (running, preempted, or
+ * in a page fault copying it out: 'R', 'D').
+ */
+static bool thread_asleep(pid_t tid)
 {
 	char path[64], buf[512];
 	const char *state;
@@ -211,39 +216,43 @@ static bool thread_runnable(pid_t tid)
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		ufs_log_once(UFS_LOG_WARN, "reading %s: %m; waiting for the workers' requests "
+			     "instead", path);
 		return false;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
 	state = strrchr(buf, ')');	/* the name in parentheses may hold anything */
-	return state && state[1] == ' ' && state[2] == 'R';
+	return state && state[1] == ' ' && state[2] == 'S';
 }
 
 /*
- * Done with what it had taken when its waits counter read since: it went
- * back to waiting after that, or it is waiting now and asleep.  A worker
- * the kernel has just handed requests to is waiting and runnable until it
- * says it serves them: not done.  Its phase is read again after its state,
- * so an asleep seen while it served (a close that blocks) does not count.
+ * Holds no RELEASE of nodeid read before the caller looked (its waits
+ * counter read since then): it went back to waiting after that; or it
+ * serves another request; or it waits and is asleep.  Phase and counter
+ * are read again after the state, so that an asleep seen while it served
+ * (a close that blocks) does not count.
  */
-static bool worker_past(const struct ufs_worker *w, uint64_t since)
+static bool worker_past(const struct ufs_worker *w, uint64_t since, uint64_t nodeid)
 {
 	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) != since)
+	if (!tid || __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) != since)
 		return true;
-	if (!tid || __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) != UFS_WORKER_WAITING ||
-	    thread_runnable(tid))
+	if (__atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_SERVING)
+		return __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
+	if (!thread_asleep(tid))
 		return false;
 	return __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_WAITING &&
 	       __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) == since;
 }
 
-bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, bool (*enough)(void *),
-		       void *arg, uint64_t deadline)
+bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,
+		       bool (*enough)(void *), void *arg, uint64_t deadline)
 {
 	const uint64_t past = UINT64_MAX;	/* no waits counter gets there */
 	const struct timespec poll = { .tv_nsec = 50 * 1000 };
@@ -266,7 +275,7 @@ bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, bool (*enough
 		for (unsigned int i = 0; i < n; i++) {
 			if (since[i] == past)
 				continue;
-			if (worker_past(&workers[i], since[i]))
+			if (worker_past(&workers[i], since[i], nodeid))
 				since[i] = past;	/* what it takes now came later */
 			else
 				all = false;

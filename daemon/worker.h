@@ -39,12 +39,12 @@ struct ufs_pause {
 };
 
 /*
- * Where a worker is between its transport and its requests, for
+ * Where a /dev/fuse worker is between its descriptor and its request, for
  * ufs_workers_await: set by the worker only (atomic).
  */
 enum ufs_worker_phase {
-	UFS_WORKER_SERVING,	/* what it took from its transport */
-	UFS_WORKER_WAITING,	/* for more: asleep, or just woken with some */
+	UFS_WORKER_SERVING,	/* the request it read */
+	UFS_WORKER_WAITING,	/* for one: asleep in read(2), or just given one */
 };
 
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
@@ -61,33 +61,46 @@ struct ufs_worker {
 	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
 	int cpu;			/* pinned CPU, -1: none */
-	/* written by its own thread, read by others (atomic) */
-	pid_t tid;			/* its thread, for /proc; 0: none yet */
+	/* a /dev/fuse worker's, written by its own thread, read by others (atomic) */
+	pid_t tid;			/* its thread, for /proc; 0: none, or gone */
 	enum ufs_worker_phase phase;
 	uint64_t waits;			/* times it went back to waiting */
+	uint64_t releasing;		/* the node id of the RELEASE it serves, or 0 */
 };
 
-/* Right before a worker blocks for requests, and right after it has some. */
+/* Before a /dev/fuse worker reads its next request (it holds none). */
 static inline void ufs_worker_waiting(struct ufs_worker *w)
 {
 	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&w->phase, UFS_WORKER_WAITING, __ATOMIC_RELEASE);
 }
 
-static inline void ufs_worker_serving(struct ufs_worker *w)
+/* It read one: a RELEASE of node id release_of, or (0) another request. */
+static inline void ufs_worker_serving(struct ufs_worker *w, uint64_t release_of)
 {
+	__atomic_store_n(&w->releasing, release_of, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->phase, UFS_WORKER_SERVING, __ATOMIC_RELEASE);
 }
 
+/* It leaves for good, holding nothing. */
+static inline void ufs_worker_left(struct ufs_worker *w)
+{
+	ufs_worker_waiting(w);
+	__atomic_store_n(&w->tid, 0, __ATOMIC_RELEASE);
+}
+
 /*
- * Wait until each of the n workers, the calling thread's excepted, is done
- * with every request it had taken from its transport when called, or until
- * enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if the
- * deadline came first.  For a request that must not be answered before
- * one the kernel queued ahead of it (fs_entry.c: release_held).
+ * Wait until none of the n /dev/fuse workers, the calling thread's
+ * excepted, holds a RELEASE of nodeid that it read before the call, or
+ * until enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if
+ * the deadline came first.  A worker asleep in read(2) holds none, nor one
+ * serving another request (one read, one request); one just given a
+ * request, not yet saying which, is waited for.  For an UNLINK that must
+ * not be answered before a RELEASE the kernel queued ahead of it
+ * (fs_entry.c: release_held).
  */
-bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, bool (*enough)(void *),
-		       void *arg, uint64_t deadline);
+bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,
+		       bool (*enough)(void *), void *arg, uint64_t deadline);
 uint64_t ufs_monotonic_ns(void);
 
 /* Per-thread set-up every worker does first (names, fs context, pinning). */

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * ufs_workers_await (worker.c): waiting until the other workers are done
- * with what they had taken from their transport.  Each fake worker is a
- * real thread in a state a worker can be in: asleep waiting for requests,
- * serving one, or woken with requests and not yet serving them.
+ * ufs_workers_await (worker.c): an UNLINK waiting until no other /dev/fuse
+ * worker holds a RELEASE of its file.  Each fake worker is a real thread
+ * in a state a worker can be in: asleep in its read, serving a request
+ * (a RELEASE of some node id, or another), or just given a request and not
+ * yet saying which (runnable in its read).
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,17 +17,20 @@
 #include "worker.h"
 #include "tap.h"
 
+#define NODE 7		/* the unlinked file's node id */
+
 enum fake_kind {
 	ASLEEP,		/* waiting, blocked in read(2) */
-	SERVING,	/* took a request, serves until told (blocked, not runnable) */
-	WOKEN,		/* waiting phase but runnable: just handed requests */
+	SERVING,	/* serving a RELEASE of release_of (0: another request), asleep in it */
+	WOKEN,		/* waiting phase but runnable: just given a RELEASE of NODE */
 };
 
 struct fake {
 	struct ufs_worker w;
 	enum fake_kind kind;
+	uint64_t release_of;
 	int gate[2];		/* a byte here ends what it does */
-	bool done;		/* it went back to waiting (atomic) */
+	bool done;		/* it went back to waiting after (atomic) */
 };
 
 static void *fake_main(void *arg)
@@ -34,51 +39,86 @@ static void *fake_main(void *arg)
 	char c;
 
 	__atomic_store_n(&f->w.tid, gettid(), __ATOMIC_RELEASE);
+	ufs_worker_waiting(&f->w);
 	if (f->kind == SERVING) {
-		ufs_worker_waiting(&f->w);
-		ufs_worker_serving(&f->w);
+		ufs_worker_serving(&f->w, f->release_of);
 		if (read(f->gate[0], &c, 1) != 1)	/* asleep while serving */
 			return NULL;
 	} else if (f->kind == WOKEN) {
-		ufs_worker_waiting(&f->w);
-		while (!__atomic_load_n(&f->done, __ATOMIC_ACQUIRE) &&
-		       read(f->gate[0], &c, 1) != 1)
-			;	/* the pipe is non-blocking: runnable throughout */
-		ufs_worker_serving(&f->w);
+		while (read(f->gate[0], &c, 1) != 1)
+			;	/* non-blocking: runnable throughout */
+		ufs_worker_serving(&f->w, NODE);
 	}
-	__atomic_store_n(&f->done, true, __ATOMIC_RELEASE);
-	ufs_worker_waiting(&f->w);
+	if (f->kind != ASLEEP) {
+		__atomic_store_n(&f->done, true, __ATOMIC_RELEASE);
+		ufs_worker_waiting(&f->w);
+		fcntl(f->gate[0], F_SETFL, 0);
+	}
 	if (read(f->gate[0], &c, 1) != 1) {	/* asleep waiting for more */
 	}
+	ufs_worker_left(&f->w);
 	return NULL;
 }
 
-static void fake_start(struct fake *f, enum fake_kind kind)
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* In its state before anything is asked of it: no sleep that a loaded box could outlast. */
+static bool fake_ready(struct fake *f)
+{
+	pid_t tid = __atomic_load_n(&f->w.tid, __ATOMIC_ACQUIRE);
+	enum ufs_worker_phase phase = __atomic_load_n(&f->w.phase, __ATOMIC_ACQUIRE);
+
+	if (!tid || __atomic_load_n(&f->w.waits, __ATOMIC_ACQUIRE) != 1)
+		return false;
+	if (f->kind == WOKEN)
+		return phase == UFS_WORKER_WAITING;
+	return phase == (f->kind == ASLEEP ? UFS_WORKER_WAITING : UFS_WORKER_SERVING) &&
+	       thread_state(tid) == 'S';
+}
+
+static void fake_start(struct fake *f, enum fake_kind kind, uint64_t release_of)
 {
 	memset(f, 0, sizeof(*f));
 	f->kind = kind;
+	f->release_of = release_of;
 	if (pipe(f->gate))
 		return;
-	if (kind == WOKEN) {
-		int fl = O_NONBLOCK;
-
-		fcntl(f->gate[0], F_SETFL, fl);
-	}
-	pthread_create(&f->w.thread, NULL, fake_main, f);
+	if (kind == WOKEN)
+		fcntl(f->gate[0], F_SETFL, O_NONBLOCK);
 	f->w.started = true;
-	while (!__atomic_load_n(&f->w.tid, __ATOMIC_ACQUIRE))
-		usleep(100);
-	usleep(20000);	/* in its state */
+	pthread_create(&f->w.thread, NULL, fake_main, f);
+	while (!fake_ready(f))
+		usleep(1000);
+}
+
+static void fake_poke(struct fake *f)
+{
+	if (write(f->gate[1], "x", 1) != 1) {
+	}
 }
 
 static void fake_stop(struct fake *f)
 {
-	if (write(f->gate[1], "xx", 2) < 0) {
-	}
-	if (f->kind == WOKEN)
-		__atomic_store_n(&f->done, true, __ATOMIC_RELEASE);
-	if (write(f->gate[1], "x", 1) < 0) {
-	}
+	fake_poke(f);
+	fake_poke(f);
 	pthread_join(f->w.thread, NULL);
 	close(f->gate[0]);
 	close(f->gate[1]);
@@ -96,19 +136,10 @@ static bool always(void *arg)
 	return true;
 }
 
-struct end_later {
-	struct fake *f;
-	unsigned int ms;
-};
-
-static void *end_later_main(void *arg)
+static void *poke_later(void *arg)
 {
-	struct end_later *e = arg;
-	char c = 'x';
-
-	usleep(e->ms * 1000);
-	if (write(e->f->gate[1], &c, 1) < 0) {
-	}
+	usleep(100 * 1000);
+	fake_poke(arg);
 	return NULL;
 }
 
@@ -117,53 +148,59 @@ static uint64_t in_ms(unsigned int ms)
 	return ufs_monotonic_ns() + (uint64_t)ms * 1000000u;
 }
 
+static bool await_one(struct fake *f, uint64_t node, bool (*enough)(void *), unsigned int ms)
+{
+	return ufs_workers_await(&f->w, 1, node, enough, NULL, in_ms(ms));
+}
+
 int main(void)
 {
-	struct fake f[2];
-	struct end_later later;
+	struct fake f;
 	pthread_t t;
 	uint64_t start;
 
-	fake_start(&f[0], ASLEEP);
+	fake_start(&f, ASLEEP, 0);
 	start = ufs_monotonic_ns();
-	ok(ufs_workers_await(&f[0].w, 1, never, NULL, in_ms(10000)),
-	   "a worker asleep waiting for requests holds none");
+	ok(await_one(&f, NODE, never, 10000), "a worker asleep in its read holds no RELEASE");
 	ok(ufs_monotonic_ns() - start < 5000000000ull, "at once, not at the deadline");
-	fake_stop(&f[0]);
+	fake_stop(&f);
 
-	fake_start(&f[0], SERVING);
+	fake_start(&f, SERVING, 0);
+	ok(await_one(&f, NODE, never, 10000), "one serving another request holds none");
+	fake_stop(&f);
+
+	fake_start(&f, SERVING, NODE + 1);
+	ok(await_one(&f, NODE, never, 10000), "one serving a RELEASE of another file: not waited for");
+	fake_stop(&f);
+
+	fake_start(&f, SERVING, NODE);
 	start = ufs_monotonic_ns();
-	ok(!ufs_workers_await(&f[0].w, 1, never, NULL, in_ms(200)),
-	   "one serving what it took (asleep in it) is waited for, to the deadline");
+	ok(!await_one(&f, NODE, never, 200), "one serving a RELEASE of the file (asleep in its "
+	   "close): waited for, to the deadline");
 	ok(ufs_monotonic_ns() - start >= 200000000ull, "the whole time");
-	ok(ufs_workers_await(&f[0].w, 1, always, NULL, in_ms(10000)),
-	   "unless the caller has what it waited for");
-	later = (struct end_later){ .f = &f[0], .ms = 100 };
-	pthread_create(&t, NULL, end_later_main, &later);
-	ok(ufs_workers_await(&f[0].w, 1, never, NULL, in_ms(10000)),
-	   "done once it goes back to waiting");
-	ok(__atomic_load_n(&f[0].done, __ATOMIC_ACQUIRE), "and not before");
+	ok(await_one(&f, NODE, always, 10000), "unless the caller has what it waited for");
+	pthread_create(&t, NULL, poke_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "done once it goes back to waiting");
+	ok(__atomic_load_n(&f.done, __ATOMIC_ACQUIRE), "and not before");
 	pthread_join(t, NULL);
-	fake_stop(&f[0]);
+	fake_stop(&f);
 
-	fake_start(&f[0], WOKEN);
-	fake_start(&f[1], ASLEEP);
-	later = (struct end_later){ .f = &f[0], .ms = 100 };
-	pthread_create(&t, NULL, end_later_main, &later);
-	ok(ufs_workers_await(&f[0].w, 1, never, NULL, in_ms(10000)),
-	   "one woken with requests, not yet serving them: waited for");
-	ok(__atomic_load_n(&f[0].done, __ATOMIC_ACQUIRE), "until it served them");
+	fake_start(&f, WOKEN, 0);
+	pthread_create(&t, NULL, poke_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "one just given a request, not yet saying which "
+	   "(runnable in its read): waited for");
+	ok(__atomic_load_n(&f.done, __ATOMIC_ACQUIRE), "until it served it");
 	pthread_join(t, NULL);
-	fake_stop(&f[0]);
-	fake_stop(&f[1]);
+	fake_stop(&f);
+	ok(await_one(&f, NODE, never, 10000), "one that left holds nothing");
 
-	/* The caller itself, serving: never waited for. */
-	memset(&f[0], 0, sizeof(f[0]));
-	f[0].w.thread = pthread_self();
-	f[0].w.started = true;
-	f[0].w.tid = gettid();
-	ufs_worker_serving(&f[0].w);
-	ok(ufs_workers_await(&f[0].w, 1, never, NULL, in_ms(10000)),
-	   "the calling worker is not waited for");
+	/* The caller itself, serving a RELEASE of the file: never waited for. */
+	memset(&f, 0, sizeof(f));
+	f.w.thread = pthread_self();
+	f.w.started = true;
+	f.w.tid = gettid();
+	ufs_worker_waiting(&f.w);
+	ufs_worker_serving(&f.w, NODE);
+	ok(await_one(&f, NODE, never, 10000), "the calling worker is not waited for");
 	return t_done();
 }
