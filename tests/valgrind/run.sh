@@ -54,8 +54,8 @@ fi
 
 # Three cases assert timing that valgrind's 20-50x slowdown breaks (not memory
 # errors): a copy signalled while it runs, and space freed when unlink returns,
-# which needs the kernel's asynchronous RELEASE begun before the UNLINK is
-# served (the daemon waits only for one under way, and up to 500 ms).
+# which needs the kernel's asynchronous RELEASE read by a worker before the
+# UNLINK is served (the daemon waits up to 500 ms for one another worker holds).
 skip+=(--skip interrupt_thread --skip unlink_frees_space --skip unlink_waits_for_a_slow_release)
 
 status=0
