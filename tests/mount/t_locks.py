@@ -370,6 +370,9 @@ def lease_holder(chan, path, hold):
 
 
 def timed_open(chan, path, flags):
+    """Child (or chan None: in the caller): open path, saying so first."""
+    if chan is not None:
+        chan.send('opening')    # a loaded box may start a child late: the parent waits
     start = time.monotonic()
     got = ufs.outcome(lambda: os.close(os.open(path, flags)))
     return (ufs.errname(got.err) if got.err else None), time.monotonic() - start
@@ -391,6 +394,7 @@ def open_waits_for_lease():
             check_eq(err, 'EAGAIN', 'O_NONBLOCK open of a leased file')
             check(took < 1, f'the O_NONBLOCK open took {took:.1f} s')
             with ufs.Child(timed_open, f'{m.mnt}/leased', os.O_WRONLY) as w:
+                w.recv()
                 time.sleep(0.3)                     # the open waits now
                 h.send('go')
                 worst = 0.0
@@ -445,6 +449,7 @@ def lease_wait_within_request_timeout():
         with ufs.Child(lease_holder, f'{m.src}/leased', 25.0) as h:
             h.recv()
             with ufs.Child(timed_open, f'{m.mnt}/leased', os.O_WRONLY) as w:
+                w.recv()
                 time.sleep(0.3)
                 h.send('go')
                 err, took = w.join(timeout=40)
