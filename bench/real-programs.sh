@@ -20,6 +20,8 @@
 #   dev     the same over /dev/fuse (-o io_uring=off)
 #   base    --baseline PATH: another uringfs build with io_uring=on and its
 #           defaults, e.g. the main branch from before a change
+#   alt     uringfs over io_uring with UFS_BENCH_ALT_OPTS added (required
+#           for it), e.g. pin_queues=off: two settings side by side in one run
 #   hp      --passthrough-hp PATH: libfuse's example/passthrough_hp with its
 #           defaults (kernel passthrough, names and attributes cached for a
 #           day) plus the arguments in UFS_HP_ARGS (default "-o io_uring",
@@ -62,7 +64,7 @@
 # that way anywhere).  Tracing costs a little time per request, so time a
 # run without it.
 #
-# UFS_BENCH_OPTS adds -o options to every uringfs target (uring, dev, base),
+# UFS_BENCH_OPTS adds -o options to every uringfs target (uring, dev, alt, base),
 # e.g. entry_timeout=86400,attr_timeout=86400,negative_timeout=86400 for
 # long caching.
 set -euo pipefail
@@ -115,6 +117,7 @@ done
 for t in "${wanted[@]}"; do
 	case $t in
 	native | uring | dev) ;;
+	alt) [[ -n ${UFS_BENCH_ALT_OPTS:-} ]] || { echo "alt needs UFS_BENCH_ALT_OPTS" >&2 && exit 2; } ;;
 	base) [[ -x $baseline ]] || { echo "base needs --baseline PATH" >&2 && exit 2; } ;;
 	hp) [[ -x $hp ]] || { echo "hp needs --passthrough-hp PATH" >&2 && exit 2; } ;;
 	*) echo "unknown target $t" >&2 && exit 2 ;;
@@ -369,6 +372,7 @@ mount_target() {
 	case $target in
 	uring) bench_ufs_mount "$daemon" io_uring=on "$src" "$mnt" ;;
 	dev) bench_ufs_mount "$daemon" io_uring=off "$src" "$mnt" ;;
+	alt) bench_ufs_mount "$daemon" "io_uring=on,$UFS_BENCH_ALT_OPTS" "$src" "$mnt" ;;
 	base) bench_ufs_mount "$baseline" io_uring=on "$src" "$mnt" ;;
 	hp)
 		mkdir -p "$src" "$mnt"
@@ -407,11 +411,12 @@ done
 echo
 cat "$work/header"
 "$py" - "$results" "$rounds" "${nfiles:-0}" "$gap" "$tree" "${wanted[@]}" <<'EOF'
-import collections, statistics, sys
+import collections, os, statistics, sys
 
 results, rounds, nfiles, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 tree, targets = sys.argv[5], sys.argv[6:]
 HEAD = {'native': 'native s', 'uring': 'uringfs io_uring', 'dev': 'uringfs /dev/fuse',
+        'alt': 'uringfs io_uring, ' + os.environ.get('UFS_BENCH_ALT_OPTS', ''),
         'base': 'baseline', 'hp': 'passthrough_hp'}
 ROWS = [
     ('untar', f'untar {tree} ({nfiles:,} entries)'),
