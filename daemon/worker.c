@@ -201,13 +201,7 @@ uint64_t ufs_monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + now.tv_nsec;
 }
 
-/*
- * Whether the thread tid is asleep ('S' in /proc's stat): where a worker
- * waits in read(2).  Anything else, an unreadable state too, may be a
- * worker the kernel has just given a request to (running, preempted, or
- * in a page fault copying it out: 'R', 'D').
- */
-static bool thread_asleep(pid_t tid)
+char ufs_thread_state(pid_t tid)
 {
 	char path[64], buf[512];
 	const char *state;
@@ -219,15 +213,25 @@ static bool thread_asleep(pid_t tid)
 	if (fd < 0) {
 		ufs_log_once(UFS_LOG_WARN, "reading %s: %m; waiting for the workers' requests "
 			     "instead", path);
-		return false;
+		return '?';
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return '?';
 	buf[n] = '\0';
 	state = strrchr(buf, ')');	/* the name in parentheses may hold anything */
-	return state && state[1] == ' ' && state[2] == 'S';
+	return state && state[1] == ' ' ? state[2] : '?';
+}
+
+/*
+ * A worker asleep ('S') waits in read(2).  Anything else, an unreadable
+ * state too, may be a worker the kernel has just given a request to
+ * (running, preempted, or in a page fault copying it out: 'R', 'D').
+ */
+static bool thread_asleep(pid_t tid)
+{
+	return ufs_thread_state(tid) == 'S';
 }
 
 /*

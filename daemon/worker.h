@@ -102,6 +102,8 @@ static inline void ufs_worker_left(struct ufs_worker *w)
 bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,
 		       bool (*enough)(void *), void *arg, uint64_t deadline);
 uint64_t ufs_monotonic_ns(void);
+/* A thread of this process's state letter in /proc ('R', 'S', 'D' ...), '?' if unreadable. */
+char ufs_thread_state(pid_t tid);
 
 /* Per-thread set-up every worker does first (names, fs context, pinning). */
 int ufs_worker_thread_setup(struct ufs_worker *w, const char *role);

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,26 +59,6 @@ static void *fake_main(void *arg)
 	return NULL;
 }
 
-static char thread_state(pid_t tid)
-{
-	char path[64], buf[512];
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 /* In its state before anything is asked of it: no sleep that a loaded box could outlast. */
 static bool fake_ready(struct fake *f)
 {
@@ -91,7 +70,7 @@ static bool fake_ready(struct fake *f)
 	if (f->kind == WOKEN)
 		return phase == UFS_WORKER_WAITING;
 	return phase == (f->kind == ASLEEP ? UFS_WORKER_WAITING : UFS_WORKER_SERVING) &&
-	       thread_state(tid) == 'S';
+	       ufs_thread_state(tid) == 'S';
 }
 
 static void fake_start(struct fake *f, enum fake_kind kind, uint64_t release_of)
