@@ -210,11 +210,8 @@ char ufs_thread_state(pid_t tid)
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ufs_log_once(UFS_LOG_WARN, "reading %s: %m; waiting for the workers' requests "
-			     "instead", path);
+	if (fd < 0)
 		return '?';
-	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
@@ -231,7 +228,12 @@ char ufs_thread_state(pid_t tid)
  */
 static bool thread_asleep(pid_t tid)
 {
-	return ufs_thread_state(tid) == 'S';
+	char state = ufs_thread_state(tid);
+
+	if (state == '?' && errno != ENOENT)	/* ENOENT: the thread left meanwhile */
+		ufs_log_once(UFS_LOG_WARN, "cannot read /proc/self/task/%d/stat: an unlink waits "
+			     "for the other workers' requests instead", (int)tid);
+	return state == 'S';
 }
 
 /*
