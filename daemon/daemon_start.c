@@ -37,9 +37,10 @@ static void attr_stale(void *arg, uint64_t nodeid)
 }
 
 /*
- * The /dev/fuse readers (fs.h: await_release): the workers over /dev/fuse,
- * and io_uring's reader.  A ring worker is not asked: a caller's requests
- * from one CPU are on one queue, served in order by one worker.
+ * Whoever may hold a RELEASE (fs.h: await_release): every worker, and
+ * io_uring's reader of /dev/fuse.  A caller's requests from one CPU are on
+ * one ring queue, served in order, but a caller can move between its
+ * close() and its unlink().
  */
 static bool await_release(void *arg, uint64_t nodeid, bool (*enough)(void *), void *enough_arg,
 			  unsigned int timeout_ms)
@@ -47,8 +48,7 @@ static bool await_release(void *arg, uint64_t nodeid, bool (*enough)(void *), vo
 	struct ufs_daemon *d = arg;
 	uint64_t deadline = ufs_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
 
-	if (!d->uring &&
-	    !ufs_workers_await(d->workers, d->nworkers, nodeid, enough, enough_arg, deadline))
+	if (!ufs_workers_await(d->workers, d->nworkers, nodeid, enough, enough_arg, deadline))
 		return false;
 	return ufs_workers_await(&d->dev_reader, 1, nodeid, enough, enough_arg, deadline);
 }

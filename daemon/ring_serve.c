@@ -301,6 +301,7 @@ static void ring_pause_check(struct ring_worker *rw)
 	 * entries hold.
 	 */
 	io_uring_get_events(&rw->ring);
+	ufs_worker_left(rw->w);
 	ufs_worker_gone(rw->w);
 	pthread_exit(NULL);
 }
@@ -312,7 +313,10 @@ static int ring_serve(struct ring_worker *rw)
 		unsigned int head, seen = 0;
 		int ret;
 
+		/* Holding no request: an UNLINK need not wait for it (worker.h). */
+		ufs_worker_waiting(rw->w);
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
+		ufs_worker_serving(rw->w, 0);
 		if (ret >= 0)
 			ring_rec_sent(rw);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
@@ -381,6 +385,7 @@ void *ring_worker_main(void *arg)
 	int ret;
 
 	rw->thread = pthread_self();
+	ufs_worker_waiting(rw->w);	/* no request before it serves */
 	ufs_worker_thread_setup(rw->w, "ring");
 	ring_worker_pin_queues(rw);
 	ret = ring_build(rw);
@@ -394,10 +399,12 @@ void *ring_worker_main(void *arg)
 		uring_setup_report(u, ring_register_phase(rw, phase));
 	}
 	ret = ring_serve(rw);
+	ufs_worker_left(rw->w);
 	ufs_daemon_worker_exited(u->d, ret);
 	return NULL;
 
 out_quiet:
+	ufs_worker_left(rw->w);
 	/* Set-up did not complete: ufs_uring_start() reports it, not the main loop. */
 	__atomic_fetch_sub(&u->d->workers_running, 1, __ATOMIC_RELEASE);
 	return NULL;

@@ -115,6 +115,7 @@ static int uring_spawn(struct ufs_uring *u)
 		if (rw->fuse_fd < 0)
 			return rw->fuse_fd;
 		rw->w->xpriv = rw;
+		rw->w->batched = true;
 		__atomic_fetch_add(&d->workers_running, 1, __ATOMIC_RELAXED);
 		ret = -pthread_create(&rw->w->thread, NULL, ring_worker_main, rw);
 		if (ret) {

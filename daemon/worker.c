@@ -222,9 +222,10 @@ char ufs_thread_state(pid_t tid)
 }
 
 /*
- * A worker asleep ('S') waits in read(2).  Anything else, an unreadable
- * state too, may be a worker the kernel has just given a request to
- * (running, preempted, or in a page fault copying it out: 'R', 'D').
+ * A worker asleep ('S') waits in read(2) or io_uring_enter(2).  Anything
+ * else, an unreadable state too, may be a worker the kernel has just given
+ * a request to (running, preempted, in a page fault copying it out, 'R',
+ * 'D'; or woken to run the task work that delivers to a ring).
  */
 static bool thread_asleep(pid_t tid)
 {
@@ -237,24 +238,30 @@ static bool thread_asleep(pid_t tid)
 }
 
 /*
- * Holds no RELEASE of nodeid read before the caller looked (its waits
- * counter read since then): it went back to waiting after that; or it
- * serves another request; or it waits and is asleep.  Phase and counter
- * are read again after the state, so that an asleep seen while it served
- * (a close that blocks) does not count.
+ * Holds no RELEASE of nodeid given to it before the caller looked (its
+ * waits counter then: since): it went back to waiting after that, twice
+ * if one wait reaps many requests; or it serves another request, one at a
+ * time; or it waits and is asleep.  Phase and counter are read again after
+ * the state, so that an asleep seen while it served (a close that blocks)
+ * does not count.
+ *
+ * A batched worker's second wait is not quite proof: io_uring runs at
+ * most 20 deliveries of deferred task work per wait
+ * (IO_LOCAL_TW_DEFAULT_MAX), so one with more pending may take a third.
  */
 static bool worker_past(const struct ufs_worker *w, uint64_t since, uint64_t nodeid)
 {
 	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+	uint64_t waits = __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE);
 
-	if (!tid || __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) != since)
+	if (!tid || waits - since >= (w->batched ? 2u : 1u))
 		return true;
 	if (__atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_SERVING)
-		return __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
+		return !w->batched && __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
 	if (!thread_asleep(tid))
 		return false;
 	return __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_WAITING &&
-	       __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) == since;
+	       __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE) == waits;
 }
 
 bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,

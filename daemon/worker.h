@@ -39,12 +39,12 @@ struct ufs_pause {
 };
 
 /*
- * Where a /dev/fuse worker is between its descriptor and its request, for
+ * Where a worker is between its transport and its requests, for
  * ufs_workers_await: set by the worker only (atomic).
  */
 enum ufs_worker_phase {
-	UFS_WORKER_SERVING,	/* the request it read */
-	UFS_WORKER_WAITING,	/* for one: asleep in read(2), or just given one */
+	UFS_WORKER_SERVING,	/* what it read, or reaped */
+	UFS_WORKER_WAITING,	/* for more: asleep in read(2) or io_uring_enter(2), or just given some */
 };
 
 /* Sent to a worker to interrupt a blocking wait when the daemon stops. */
@@ -61,21 +61,25 @@ struct ufs_worker {
 	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
 	int cpu;			/* pinned CPU, -1: none */
-	/* a /dev/fuse worker's, written by its own thread, read by others (atomic) */
+	bool batched;			/* a ring's: one wait gives it many requests; set before it starts */
+	/* written by its own thread, read by others (atomic) */
 	pid_t tid;			/* its thread, for /proc; 0: none, or gone */
 	enum ufs_worker_phase phase;
 	uint64_t waits;			/* times it went back to waiting */
 	uint64_t releasing;		/* the node id of the RELEASE it serves, or 0 */
 };
 
-/* Before a /dev/fuse worker reads its next request (it holds none). */
+/* Before a worker waits for more requests (it holds none). */
 static inline void ufs_worker_waiting(struct ufs_worker *w)
 {
 	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&w->phase, UFS_WORKER_WAITING, __ATOMIC_RELEASE);
 }
 
-/* It read one: a RELEASE of node id release_of, or (0) another request. */
+/*
+ * It read one: a RELEASE of node id release_of, or (0) another request; a
+ * batched worker always says 0 (it reaped some).
+ */
 static inline void ufs_worker_serving(struct ufs_worker *w, uint64_t release_of)
 {
 	__atomic_store_n(&w->releasing, release_of, __ATOMIC_RELAXED);
@@ -90,14 +94,15 @@ static inline void ufs_worker_left(struct ufs_worker *w)
 }
 
 /*
- * Wait until none of the n /dev/fuse workers, the calling thread's
- * excepted, holds a RELEASE of nodeid that it read before the call, or
- * until enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if
- * the deadline came first.  A worker asleep in read(2) holds none, nor one
- * serving another request (one read, one request); one just given a
- * request, not yet saying which, is waited for.  For an UNLINK that must
- * not be answered before a RELEASE the kernel queued ahead of it
- * (fs_entry.c: release_held).
+ * Wait until none of the n workers, the calling thread's excepted, holds a
+ * RELEASE of nodeid that it was given before the call, or until
+ * enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if the
+ * deadline came first.  A worker asleep waiting holds none, nor a
+ * /dev/fuse worker serving another request (one read, one request); one
+ * just given requests, not yet saying which, is waited for, and a batched
+ * one serving until it has waited twice (its second batch was reaped after
+ * the call).  For an UNLINK that must not be answered before a RELEASE the
+ * kernel queued ahead of it (fs_entry.c: release_held).
  */
 bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,
 		       bool (*enough)(void *), void *arg, uint64_t deadline);

@@ -301,17 +301,24 @@ def unlink_waits_for_a_slow_release():
     the UNLINK arrives (the kernel sends RELEASE in the background; a shim
     makes each step of the daemon's RELEASE take 50 ms: taking it from
     /dev/fuse, closing the file), on both data paths: unlink() returns once
-    the space is free.  Over /dev/fuse another worker serves the UNLINK.  A
-    file still open is not waited for."""
+    the space is free.  Over /dev/fuse another worker serves the UNLINK;
+    over io_uring too, as the caller moves to another CPU (another queue)
+    between close() and unlink().  A file still open is not waited for."""
     ufs.require_daemon('the slow close is injected into the daemon')
     env = ufs.preload_env('shim/slowclose.c')
+    cpus = sorted(os.sched_getaffinity(0))
     for io_path in ('auto', 'copy'):
         with tmpfs('4m') as src, ufs.Mount(source=src, env=env, opts=f'io_path={io_path}') as m:
             late = []
             for i in range(3):
-                ufs.write_file(f'{m.mnt}/slowclose-big', ufs.pattern(3 << 20, seed=i))
-                full = os.statvfs(src).f_bavail
-                os.unlink(f'{m.mnt}/slowclose-big')
+                try:
+                    os.sched_setaffinity(0, {cpus[i % len(cpus)]})
+                    ufs.write_file(f'{m.mnt}/slowclose-big', ufs.pattern(3 << 20, seed=i))
+                    full = os.statvfs(src).f_bavail
+                    os.sched_setaffinity(0, {cpus[(i + 1) % len(cpus)]})
+                    os.unlink(f'{m.mnt}/slowclose-big')
+                finally:
+                    os.sched_setaffinity(0, cpus)
                 if os.statvfs(src).f_bavail <= full + 500:
                     late.append(i)
                 wait_for(lambda: os.statvfs(src).f_bavail > full + 500, 'space after the unlink')

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * ufs_workers_await (worker.c): an UNLINK waiting until no other /dev/fuse
- * worker holds a RELEASE of its file.  Each fake worker is a real thread
- * in a state a worker can be in: asleep in its read, serving a request
- * (a RELEASE of some node id, or another), or just given a request and not
- * yet saying which (runnable in its read).
+ * ufs_workers_await (worker.c): an UNLINK waiting until no other worker
+ * holds a RELEASE of its file.  Each fake worker is a real thread in a
+ * state a worker can be in: asleep in its read, serving a request (a
+ * RELEASE of some node id, or another), or just given a request and not
+ * yet saying which (runnable in its read).  A batched one (a ring's) reaps
+ * many at once: serving says nothing of the rest of its batch.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -22,6 +24,7 @@ enum fake_kind {
 	ASLEEP,		/* waiting, blocked in read(2) */
 	SERVING,	/* serving a RELEASE of release_of (0: another request), asleep in it */
 	WOKEN,		/* waiting phase but runnable: just given a RELEASE of NODE */
+	ROUNDS,		/* batched, serving, runnable; each poke: one more wait and batch */
 };
 
 struct fake {
@@ -30,7 +33,28 @@ struct fake {
 	uint64_t release_of;
 	int gate[2];		/* a byte here ends what it does */
 	bool done;		/* it went back to waiting after (atomic) */
+	unsigned int rounds;	/* ROUNDS: batches taken since it started (atomic) */
 };
+
+/* A ring worker that never sleeps: each poke, it waits (not asleep) and reaps again. */
+static void fake_rounds(struct fake *f)
+{
+	char c;
+
+	for (;;) {
+		ssize_t n = read(f->gate[0], &c, 1);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return;
+		if (n == 1 && c == 'q')
+			return;
+		if (n == 1) {	/* counted before the wait: a caller done sees it */
+			__atomic_add_fetch(&f->rounds, 1, __ATOMIC_ACQ_REL);
+			ufs_worker_waiting(&f->w);
+			ufs_worker_serving(&f->w, 0);
+		}
+	}
+}
 
 static void *fake_main(void *arg)
 {
@@ -39,6 +63,12 @@ static void *fake_main(void *arg)
 
 	__atomic_store_n(&f->w.tid, gettid(), __ATOMIC_RELEASE);
 	ufs_worker_waiting(&f->w);
+	if (f->kind == ROUNDS) {
+		ufs_worker_serving(&f->w, 0);
+		fake_rounds(f);
+		ufs_worker_left(&f->w);
+		return NULL;
+	}
 	if (f->kind == SERVING) {
 		ufs_worker_serving(&f->w, f->release_of);
 		if (read(f->gate[0], &c, 1) != 1)	/* asleep while serving */
@@ -69,23 +99,31 @@ static bool fake_ready(struct fake *f)
 		return false;
 	if (f->kind == WOKEN)
 		return phase == UFS_WORKER_WAITING;
+	if (f->kind == ROUNDS)
+		return phase == UFS_WORKER_SERVING;
 	return phase == (f->kind == ASLEEP ? UFS_WORKER_WAITING : UFS_WORKER_SERVING) &&
 	       ufs_thread_state(tid) == 'S';
 }
 
-static void fake_start(struct fake *f, enum fake_kind kind, uint64_t release_of)
+static void fake_start_as(struct fake *f, enum fake_kind kind, uint64_t release_of, bool batched)
 {
 	memset(f, 0, sizeof(*f));
 	f->kind = kind;
 	f->release_of = release_of;
+	f->w.batched = batched;
 	if (pipe(f->gate))
 		return;
-	if (kind == WOKEN)
+	if (kind == WOKEN || kind == ROUNDS)
 		fcntl(f->gate[0], F_SETFL, O_NONBLOCK);
 	f->w.started = true;
 	pthread_create(&f->w.thread, NULL, fake_main, f);
 	while (!fake_ready(f))
 		usleep(1000);
+}
+
+static void fake_start(struct fake *f, enum fake_kind kind, uint64_t release_of)
+{
+	fake_start_as(f, kind, release_of, false);
 }
 
 static void fake_poke(struct fake *f)
@@ -96,6 +134,8 @@ static void fake_poke(struct fake *f)
 
 static void fake_stop(struct fake *f)
 {
+	if (f->kind == ROUNDS && write(f->gate[1], "q", 1) != 1) {
+	}
 	fake_poke(f);
 	fake_poke(f);
 	pthread_join(f->w.thread, NULL);
@@ -117,6 +157,16 @@ static bool always(void *arg)
 
 static void *poke_later(void *arg)
 {
+	usleep(100 * 1000);
+	fake_poke(arg);
+	return NULL;
+}
+
+/* Two more rounds of a ROUNDS worker, 100 ms apart. */
+static void *two_rounds_later(void *arg)
+{
+	usleep(100 * 1000);
+	fake_poke(arg);
 	usleep(100 * 1000);
 	fake_poke(arg);
 	return NULL;
@@ -172,6 +222,29 @@ int main(void)
 	pthread_join(t, NULL);
 	fake_stop(&f);
 	ok(await_one(&f, NODE, never, 10000), "one that left holds nothing");
+
+	/* A ring's worker: serving one request of a batch, the RELEASE may be next in it. */
+	fake_start_as(&f, ASLEEP, 0, true);
+	ok(await_one(&f, NODE, never, 10000), "a batched worker asleep waiting holds no RELEASE");
+	fake_stop(&f);
+
+	fake_start_as(&f, SERVING, 0, true);
+	ok(!await_one(&f, NODE, never, 200), "a batched worker serving another request (asleep "
+	   "in it): waited for, to the deadline");
+	pthread_create(&t, NULL, poke_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "done once it waits again, asleep");
+	ok(__atomic_load_n(&f.done, __ATOMIC_ACQUIRE), "and not before");
+	pthread_join(t, NULL);
+	fake_stop(&f);
+
+	fake_start_as(&f, ROUNDS, 0, true);
+	pthread_create(&t, NULL, two_rounds_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "a batched worker never asleep: done after two "
+	   "more waits");
+	ok(__atomic_load_n(&f.rounds, __ATOMIC_ACQUIRE) == 2, "not after one (its next batch "
+	   "was taken before the call, maybe)");
+	pthread_join(t, NULL);
+	fake_stop(&f);
 
 	/* The caller itself, serving a RELEASE of the file: never waited for. */
 	memset(&f, 0, sizeof(f));
