@@ -17,6 +17,8 @@
 #   uring   io_uring with the default settings (io_path=auto)
 #   base    the build in UFS_BASE_DAEMON with io_uring=on and its defaults:
 #           the baseline, e.g. the main branch from before a change
+#   alt     io_uring with UFS_BENCH_ALT_OPTS added, to set one setting beside
+#           another in one run (e.g. io_path=copy,pin_queues=off beside copy)
 # default native,dev,copy,pt,uring (and base when UFS_BASE_DAEMON is set).
 # With -r, the configs run ROUNDS times in turn (native, dev, ..., native,
 # dev, ...) and the table shows each cell's median, so a slow minute of the
@@ -119,6 +121,12 @@ for ((round = 1; round <= rounds; round++)); do
 			measure "$config" "$mnt"
 			stop_daemon
 			;;
+		alt)
+			echo Y >/sys/module/fuse/parameters/enable_uring
+			start_daemon alt "io_uring=on,${UFS_BENCH_ALT_OPTS:?alt needs UFS_BENCH_ALT_OPTS}"
+			measure alt "$mnt"
+			stop_daemon
+			;;
 		base)
 			echo Y >/sys/module/fuse/parameters/enable_uring
 			start_daemon base io_uring=on "${UFS_BASE_DAEMON:?base needs UFS_BASE_DAEMON}"
@@ -165,3 +173,4 @@ compare() {
 compare copy dev "io_uring copy / dev copy"
 compare zc pt "zero copy / passthrough"
 compare copy base "copy / baseline"
+compare alt copy "alt (${UFS_BENCH_ALT_OPTS:-}) / copy"
