@@ -374,15 +374,17 @@ static int hold_name(int dir, const char *name)
  * With its last name gone, what still pins the inode may be a file the
  * caller closed before this call: the kernel sends RELEASE in the
  * background (fs/fuse/file.c: fuse_file_release), queued ahead of this
- * request, and another /dev/fuse worker may have read it and not be done.
- * Locally the space is free when unlink() returns: so it is here, once no
- * other worker holds a RELEASE of the file (the last put closes our
- * descriptor), or the file is no longer pinned; up to RELEASE_WAIT_MS (a
- * close that flushes to a slow server).  A file still open costs only the
- * moment a worker given a request takes to say which.  Not covered: a
+ * request, and another worker may have it and not be done: over /dev/fuse
+ * any other, over io_uring the worker of the CPU the caller closed on, if
+ * it moved before its unlink.  Locally the space is free when unlink()
+ * returns: so it is here, once no other worker holds a RELEASE of the file
+ * (the last put closes our descriptor), or the file is no longer pinned;
+ * up to RELEASE_WAIT_MS (a close that flushes to a slow server).  A file
+ * still open costs the moment a worker given requests takes to say which,
+ * or a ring worker the rest of the batch it serves.  Not covered: a
  * RELEASE still in the kernel's background queue (more than
- * max_background requests in flight), or on another CPU's io_uring queue
- * (a caller moved between its close and its unlink).
+ * max_background requests in flight, or a ring queue with every entry
+ * busy), or held by a worker itself waiting here.
  */
 #define RELEASE_WAIT_MS 500
 

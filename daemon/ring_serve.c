@@ -153,6 +153,20 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 	ufs_dispatch(&u->d->fs, &ent->req, &msg);
 }
 
+/*
+ * Serve ent; a RELEASE counted in its batch is no longer held once served
+ * (worker.h: batch_releases).
+ */
+static void ring_ent_serve_counted(struct ring_worker *rw, struct ring_ent *ent)
+{
+	bool counted = ent->release_counted;
+
+	ent->release_counted = false;
+	ring_ent_serve(rw, ent);
+	if (counted)
+		__atomic_sub_fetch(&rw->w->batch_releases, 1, __ATOMIC_RELEASE);
+}
+
 static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int res)
 {
 	if (!res) {
@@ -170,7 +184,7 @@ static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int 
 			ring_defer(rw, ent);
 			return;
 		}
-		ring_ent_serve(rw, ent);
+		ring_ent_serve_counted(rw, ent);
 		return;
 	}
 	/*
@@ -278,7 +292,7 @@ static void ring_pause_check(struct ring_worker *rw)
 			if (ent->state == RING_ENT_HELD)
 				ring_commit(rw, ent, ent->remote_error, ent->remote_len);
 			else
-				ring_ent_serve(rw, ent);
+				ring_ent_serve_counted(rw, ent);
 		}
 		return;
 	}
@@ -306,16 +320,67 @@ static void ring_pause_check(struct ring_worker *rw)
 	pthread_exit(NULL);
 }
 
+/*
+ * A wait runs at most 20 of the deliveries queued for this thread
+ * (io_uring: IO_LOCAL_TW_DEFAULT_MAX) and leaves the rest flagged: run
+ * them all, so that a batch holds every request delivered before the wait.
+ * Nothing is submitted meanwhile, so what can be pending is bounded.
+ */
+static void ring_take_pending(struct ring_worker *rw)
+{
+	if (!rw->taskrun_flag)
+		return;
+	while (IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN) {
+		if (io_uring_get_events(&rw->ring) < 0)
+			break;
+	}
+}
+
+static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
+{
+	uintptr_t data = (uintptr_t)io_uring_cqe_get_data(cqe);
+	const struct ring_ent *ent = (const void *)(data & ~RING_TAG_MASK);
+
+	return (data & RING_TAG_MASK) == RING_TAG_ENT && !cqe->res &&
+	       ((const struct fuse_in_header *)ent->hdr->in_out)->opcode == opcode;
+}
+
+/*
+ * The completions up to end are this batch: count its RELEASEs before
+ * saying it serves (worker.h: ufs_worker_serving), so that an UNLINK
+ * served by another worker knows whether to wait for it.
+ */
+static void ring_count_releases(struct ring_worker *rw, unsigned int end)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, n = 0;
+
+	io_uring_for_each_cqe(&rw->ring, head, cqe) {
+		if (head == end)
+			break;
+		if (ring_cqe_is_request(cqe, FUSE_RELEASE)) {
+			((struct ring_ent *)((uintptr_t)io_uring_cqe_get_data(cqe) &
+					     ~RING_TAG_MASK))->release_counted = true;
+			n++;
+		}
+	}
+	if (n)
+		__atomic_add_fetch(&rw->w->batch_releases, n, __ATOMIC_RELEASE);
+}
+
 static int ring_serve(struct ring_worker *rw)
 {
 	while (!ring_worker_done(rw)) {
 		struct io_uring_cqe *cqe;
-		unsigned int head, seen = 0;
+		unsigned int head, end, seen = 0;
 		int ret;
 
 		/* Holding no request: an UNLINK need not wait for it (worker.h). */
 		ufs_worker_waiting(rw->w);
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
+		ring_take_pending(rw);
+		end = io_uring_smp_load_acquire(rw->ring.cq.ktail);
+		ring_count_releases(rw, end);
 		ufs_worker_serving(rw->w, 0);
 		if (ret >= 0)
 			ring_rec_sent(rw);
@@ -324,7 +389,10 @@ static int ring_serve(struct ring_worker *rw)
 			ufs_daemon_fatal(rw->u->d, ret);
 			return ret;
 		}
+		/* Completions a submit adds meanwhile are the next batch's. */
 		io_uring_for_each_cqe(&rw->ring, head, cqe) {
+			if (head == end)
+				break;
 			ring_cqe_handle(rw, cqe);
 			seen++;
 		}

@@ -197,8 +197,12 @@ static int ring_create(struct ring_worker *rw, unsigned int entries)
 	struct io_uring_params p = { 0 };
 	int ret;
 
-	/* One thread submits and reaps: let the kernel run completions on our time. */
-	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	/*
+	 * One thread submits and reaps: let the kernel run completions on our
+	 * time, and flag those waiting to run (ring_serve.c: ring_take_pending).
+	 */
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		  IORING_SETUP_TASKRUN_FLAG;
 	ret = io_uring_queue_init_params(entries, &rw->ring, &p);
 	if (ret == -EINVAL) {
 		memset(&p, 0, sizeof(p));
@@ -210,6 +214,7 @@ static int ring_create(struct ring_worker *rw, unsigned int entries)
 	if (ret)
 		return ret;
 	rw->ring_ok = true;
+	rw->taskrun_flag = p.flags & IORING_SETUP_TASKRUN_FLAG;
 	ring_iowq_place(rw);
 	return 0;
 }

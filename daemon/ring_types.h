@@ -96,6 +96,7 @@ struct ring_ent {
 	bool ready;				/* adopted: its reply is in the buffers already */
 	bool adopted;				/* a predecessor's: its commit may find nothing */
 	bool held_over;				/* adopted: its request came to the predecessor */
+	bool release_counted;			/* a RELEASE in w->batch_releases (ring_serve.c) */
 	struct ring_ent *next_adopted;		/* rw->adopted, for freeing; the worker thread's */
 	/* zero copy (7.3) */
 	uint16_t slot;				/* registered-buffer slot, 0: none; set at REGISTER */
@@ -157,6 +158,7 @@ struct ring_worker {
 	pthread_t thread;
 	struct io_uring ring;
 	bool ring_ok;
+	bool taskrun_flag;			/* IORING_SQ_TASKRUN tells of deliveries to run */
 	cpu_set_t cpus;				/* where it is pinned; empty: not pinned */
 	int fuse_fd;				/* this worker's descriptor of the connection */
 	struct ring_queue *queues;

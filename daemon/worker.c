@@ -239,25 +239,35 @@ static bool thread_asleep(pid_t tid)
 
 /*
  * Holds no RELEASE of nodeid given to it before the caller looked (its
- * waits counter then: since): it went back to waiting after that, twice
- * if one wait reaps many requests; or it serves another request, one at a
- * time; or it waits and is asleep.  Phase and counter are read again after
- * the state, so that an asleep seen while it served (a close that blocks)
- * does not count.
- *
- * A batched worker's second wait is not quite proof: io_uring runs at
- * most 20 deliveries of deferred task work per wait
- * (IO_LOCAL_TW_DEFAULT_MAX), so one with more pending may take a third.
+ * waits counter then: since).  A /dev/fuse worker: it went back to waiting
+ * after that, or it serves another request (one read, one request).  A
+ * batched worker: it serves a batch reaped after that (which holds every
+ * delivery made before: ring_serve.c) with no RELEASE left unserved.
+ * Either: it waits and is asleep, or it is in this wait itself.  Phase and
+ * counter are read again after the state, so that an asleep seen while it
+ * served (a close that blocks) does not count.
  */
 static bool worker_past(const struct ufs_worker *w, uint64_t since, uint64_t nodeid)
 {
 	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
 	uint64_t waits = __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE);
+	enum ufs_worker_phase phase = __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE);
 
-	if (!tid || waits - since >= (w->batched ? 2u : 1u))
+	if (!tid || __atomic_load_n(&w->awaiting, __ATOMIC_ACQUIRE))
 		return true;
-	if (__atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_SERVING)
-		return !w->batched && __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
+	if (!w->batched) {
+		if (waits != since)
+			return true;
+		if (phase == UFS_WORKER_SERVING)
+			return __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
+	} else {
+		bool none_held = !__atomic_load_n(&w->batch_releases, __ATOMIC_ACQUIRE);
+
+		if (phase == UFS_WORKER_SERVING)
+			return none_held && waits != since;
+		if (!none_held)
+			return false;	/* put aside during a take-over's pause */
+	}
 	if (!thread_asleep(tid))
 		return false;
 	return __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) == UFS_WORKER_WAITING &&
@@ -268,21 +278,27 @@ bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t node
 		       bool (*enough)(void *), void *arg, uint64_t deadline)
 {
 	const uint64_t past = UINT64_MAX;	/* no waits counter gets there */
-	const struct timespec poll = { .tv_nsec = 50 * 1000 };
+	struct timespec poll = { .tv_nsec = 50 * 1000 };	/* doubling to 1 ms */
 	uint64_t *since = calloc(n ? n : 1, sizeof(*since));
 	pthread_t self = pthread_self();
+	struct ufs_worker *me = NULL;
 	bool all;
 
 	if (!since)
 		return false;
 	for (unsigned int i = 0; i < n; i++) {
-		const struct ufs_worker *w = &workers[i];
+		struct ufs_worker *w = &workers[i];
 
 		since[i] = past;
-		if (__atomic_load_n(&w->started, __ATOMIC_ACQUIRE) &&
-		    !pthread_equal(w->thread, self))
+		if (!__atomic_load_n(&w->started, __ATOMIC_ACQUIRE))
+			continue;
+		if (pthread_equal(w->thread, self))
+			me = w;
+		else
 			since[i] = __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE);
 	}
+	if (me)
+		__atomic_store_n(&me->awaiting, true, __ATOMIC_RELEASE);
 	for (;;) {
 		all = true;
 		for (unsigned int i = 0; i < n; i++) {
@@ -296,7 +312,11 @@ bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t node
 		if (all || enough(arg) || ufs_monotonic_ns() >= deadline)
 			break;
 		nanosleep(&poll, NULL);
+		if (poll.tv_nsec < 1000 * 1000)
+			poll.tv_nsec *= 2;
 	}
+	if (me)
+		__atomic_store_n(&me->awaiting, false, __ATOMIC_RELEASE);
 	free(since);
 	return all || enough(arg);
 }

@@ -67,18 +67,25 @@ struct ufs_worker {
 	enum ufs_worker_phase phase;
 	uint64_t waits;			/* times it went back to waiting */
 	uint64_t releasing;		/* the node id of the RELEASE it serves, or 0 */
+	unsigned int batch_releases;	/* a batched one's: RELEASEs it reaped, not yet served */
+	bool awaiting;			/* in ufs_workers_await itself */
 };
 
-/* Before a worker waits for more requests (it holds none). */
+/*
+ * Before a worker waits for more requests (it holds none, but a batched
+ * one's batch_releases).  The phase first: whoever sees the counter move
+ * sees the worker past its batch.
+ */
 static inline void ufs_worker_waiting(struct ufs_worker *w)
 {
-	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&w->phase, UFS_WORKER_WAITING, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
 }
 
 /*
- * It read one: a RELEASE of node id release_of, or (0) another request; a
- * batched worker always says 0 (it reaped some).
+ * It read one: a RELEASE of node id release_of, or (0) another request.  A
+ * batched worker says 0, having added the RELEASEs of its batch to
+ * batch_releases first.
  */
 static inline void ufs_worker_serving(struct ufs_worker *w, uint64_t release_of)
 {
@@ -98,11 +105,12 @@ static inline void ufs_worker_left(struct ufs_worker *w)
  * RELEASE of nodeid that it was given before the call, or until
  * enough(arg), or until deadline (CLOCK_MONOTONIC, ns).  False if the
  * deadline came first.  A worker asleep waiting holds none, nor a
- * /dev/fuse worker serving another request (one read, one request); one
- * just given requests, not yet saying which, is waited for, and a batched
- * one serving until it has waited twice (its second batch was reaped after
- * the call).  For an UNLINK that must not be answered before a RELEASE the
- * kernel queued ahead of it (fs_entry.c: release_held).
+ * /dev/fuse worker serving another request (one read, one request), nor
+ * a batched one serving a batch it reaped after the call began with no
+ * RELEASE left in it; one just given requests, not yet saying which, is
+ * waited for.  A worker in this wait itself is not waited for: two would
+ * wait for each other.  For an UNLINK that must not be answered before a
+ * RELEASE the kernel queued ahead of it (fs_entry.c: release_held).
  */
 bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t nodeid,
 		       bool (*enough)(void *), void *arg, uint64_t deadline);

@@ -16,6 +16,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import time
 import zlib
 
@@ -334,6 +335,48 @@ def unlink_waits_for_a_slow_release():
                       f'{took * 1000:.0f} ms')
                 check_eq(os.pread(fd, 1, 0), b'x', f'io_path={io_path}: the open file after '
                          'the unlink')
+
+
+_UNLINK_OPEN_LOOP = """
+import os, sys, time
+cpu, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+os.sched_setaffinity(0, {cpu})
+slow = 0
+for _ in range(n):
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    start = time.monotonic()
+    os.unlink(path)
+    slow += time.monotonic() - start >= 0.25
+    os.close(fd)
+print(slow)
+"""
+
+
+@case()
+def unlinks_of_open_files_on_two_cpus(m):
+    """Two callers on two CPUs, each unlinking a file it holds open, in two
+    directories (no lock between them): neither waits for the other.  An
+    UNLINK of a file the daemon still holds waits for RELEASEs of it on the
+    other workers (unlink_waits_for_a_slow_release); a worker in that wait
+    itself must not be waited for, or the two wait for each other to the
+    500 ms bound and hold up their CPUs meanwhile."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise ufs.Skip('this machine gives the tests one CPU: the case needs two callers on two')
+    n = 200
+    procs = []
+    for cpu in cpus[:2]:
+        os.mkdir(f'{m.mnt}/d{cpu}')
+        procs.append(subprocess.Popen([sys.executable, '-c', _UNLINK_OPEN_LOOP, str(cpu),
+                                       f'{m.mnt}/d{cpu}/open', str(n)],
+                                      stdout=subprocess.PIPE, text=True))
+    slow = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        check_eq(p.returncode, 0, 'a caller\'s exit status')
+        slow.append(int(out))
+    check(sum(slow) <= 2, f'unlinks of open files taking 250 ms or more: {slow} of {n} on each '
+          'CPU (two workers waiting for each other?)')
 
 
 @case(mount=False, root=True)

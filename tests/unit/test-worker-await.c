@@ -5,7 +5,7 @@
  * state a worker can be in: asleep in its read, serving a request (a
  * RELEASE of some node id, or another), or just given a request and not
  * yet saying which (runnable in its read).  A batched one (a ring's) reaps
- * many at once: serving says nothing of the rest of its batch.
+ * many at once and says how many RELEASEs of its batch it has not served.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,13 +162,15 @@ static void *poke_later(void *arg)
 	return NULL;
 }
 
-/* Two more rounds of a ROUNDS worker, 100 ms apart. */
-static void *two_rounds_later(void *arg)
+/* Another round of a ROUNDS worker every 50 ms until it has done 6. */
+static void *rounds_later(void *arg)
 {
-	usleep(100 * 1000);
-	fake_poke(arg);
-	usleep(100 * 1000);
-	fake_poke(arg);
+	struct fake *f = arg;
+
+	while (__atomic_load_n(&f->rounds, __ATOMIC_ACQUIRE) < 6) {
+		usleep(50 * 1000);
+		fake_poke(f);
+	}
 	return NULL;
 }
 
@@ -238,12 +240,32 @@ int main(void)
 	fake_stop(&f);
 
 	fake_start_as(&f, ROUNDS, 0, true);
-	pthread_create(&t, NULL, two_rounds_later, &f);
-	ok(await_one(&f, NODE, never, 10000), "a batched worker never asleep: done after two "
-	   "more waits");
-	ok(__atomic_load_n(&f.rounds, __ATOMIC_ACQUIRE) == 2, "not after one (its next batch "
-	   "was taken before the call, maybe)");
+	ok(!await_one(&f, NODE, never, 100), "a batched worker never asleep, serving a batch "
+	   "taken before the call: waited for");
+	pthread_create(&t, NULL, rounds_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "done once it serves a batch taken after the "
+	   "call, with no RELEASE left in it");
+	ok(__atomic_load_n(&f.rounds, __ATOMIC_ACQUIRE) >= 1, "and not before");
 	pthread_join(t, NULL);
+	fake_stop(&f);
+
+	fake_start_as(&f, ROUNDS, 0, true);
+	__atomic_store_n(&f.w.batch_releases, 1, __ATOMIC_RELEASE);
+	pthread_create(&t, NULL, rounds_later, &f);
+	ok(!await_one(&f, NODE, never, 400), "one whose batch still holds a RELEASE: waited for, "
+	   "batch after batch");
+	pthread_join(t, NULL);
+	__atomic_store_n(&f.w.batch_releases, 0, __ATOMIC_RELEASE);
+	pthread_create(&t, NULL, poke_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "until it served it");
+	pthread_join(t, NULL);
+	fake_stop(&f);
+
+	fake_start_as(&f, SERVING, 0, true);
+	__atomic_store_n(&f.w.awaiting, true, __ATOMIC_RELEASE);
+	start = ufs_monotonic_ns();
+	ok(await_one(&f, NODE, never, 10000) && ufs_monotonic_ns() - start < 5000000000ull,
+	   "one in this same wait itself is not waited for (two would wait for each other)");
 	fake_stop(&f);
 
 	/* The caller itself, serving a RELEASE of the file: never waited for. */
