@@ -323,17 +323,23 @@ static void ring_pause_check(struct ring_worker *rw)
 /*
  * A wait runs at most 20 of the deliveries queued for this thread
  * (io_uring: IO_LOCAL_TW_DEFAULT_MAX) and leaves the rest flagged: run
- * them all, so that a batch holds every request delivered before the wait.
- * Nothing is submitted meanwhile, so what can be pending is bounded.
+ * them, so that a batch holds every request delivered before the wait.
+ * New ones can come as these run (an I/O completion, another thread's
+ * reply), so a few rounds at most; true if none is left.
  */
-static void ring_take_pending(struct ring_worker *rw)
+#define RING_TAKE_ROUNDS 8
+
+static bool ring_take_pending(struct ring_worker *rw)
 {
 	if (!rw->taskrun_flag)
-		return;
-	while (IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN) {
+		return true;
+	for (unsigned int i = 0; i < RING_TAKE_ROUNDS; i++) {
+		if (!(IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN))
+			return true;
 		if (io_uring_get_events(&rw->ring) < 0)
-			break;
+			return false;
 	}
+	return !(IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
 static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
@@ -348,12 +354,14 @@ static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
 /*
  * The completions up to end are this batch: count its RELEASEs before
  * saying it serves (worker.h: ufs_worker_serving), so that an UNLINK
- * served by another worker knows whether to wait for it.
+ * served by another worker knows whether to wait for it.  A batch that
+ * may lack some delivery made before it counts one more, which goes when
+ * it is served (ring_serve): no UNLINK takes it for proof.
  */
-static void ring_count_releases(struct ring_worker *rw, unsigned int end)
+static void ring_count_releases(struct ring_worker *rw, unsigned int end, unsigned int n)
 {
 	struct io_uring_cqe *cqe;
-	unsigned int head, n = 0;
+	unsigned int head;
 
 	io_uring_for_each_cqe(&rw->ring, head, cqe) {
 		if (head == end)
@@ -372,15 +380,15 @@ static int ring_serve(struct ring_worker *rw)
 {
 	while (!ring_worker_done(rw)) {
 		struct io_uring_cqe *cqe;
-		unsigned int head, end, seen = 0;
+		unsigned int head, end, seen = 0, unsure;
 		int ret;
 
 		/* Holding no request: an UNLINK need not wait for it (worker.h). */
 		ufs_worker_waiting(rw->w);
 		ret = io_uring_submit_and_wait(&rw->ring, 1);
-		ring_take_pending(rw);
+		unsure = !ring_take_pending(rw);
 		end = io_uring_smp_load_acquire(rw->ring.cq.ktail);
-		ring_count_releases(rw, end);
+		ring_count_releases(rw, end, unsure);
 		ufs_worker_serving(rw->w, 0);
 		if (ret >= 0)
 			ring_rec_sent(rw);
@@ -397,6 +405,8 @@ static int ring_serve(struct ring_worker *rw)
 			seen++;
 		}
 		io_uring_cq_advance(&rw->ring, seen);
+		if (unsure)
+			__atomic_sub_fetch(&rw->w->batch_releases, 1, __ATOMIC_RELEASE);
 		ring_pause_check(rw);
 	}
 	/* Told to stop: commit what other threads answered, then let the ring go. */
