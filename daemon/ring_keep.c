@@ -38,6 +38,11 @@
 
 #define PAGE_UP(x) (((x) + 4095) & ~(size_t)4095)
 
+static const struct fuse_in_header *ring_hdr_in(const struct ufs_uring_req_header *hdr)
+{
+	return (const void *)hdr->in_out;
+}
+
 /* ---- a worker's own memory ---- */
 
 static unsigned int worker_nents(const struct ring_worker *rw)
@@ -382,6 +387,12 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent->state = RING_ENT_ADOPTED;
 			ent->adopted = true;
 			ent->ready = plan == RING_ENT_KERNEL;
+			/* An UNLINK beside it waits for it (worker.h: batch_releases). */
+			if (!ent->ready && ring_hdr_in(hdr)->opcode == FUSE_RELEASE) {
+				ent->release_counted = true;
+				ufs_worker_hold_releases(q->rw->w, 1,
+							 ufs_release_bit(ring_hdr_in(hdr)->nodeid));
+			}
 			pthread_mutex_lock(&q->rw->remote_lock);
 			ent->remote_next = q->rw->adopt_head;
 			q->rw->adopt_head = ent;

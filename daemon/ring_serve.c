@@ -24,6 +24,7 @@
 #include "worker.h"
 
 static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent);
+static void ring_ent_serve_counted(struct ring_worker *rw, struct ring_ent *ent);
 
 /* Left for a successor, or for later: ent's request or the reply to it. */
 static void ring_defer(struct ring_worker *rw, struct ring_ent *ent)
@@ -72,7 +73,7 @@ static void ring_remote_drain(struct ring_worker *rw)
 		if (adopt->ready)
 			ring_commit_as_is(rw, adopt);
 		else
-			ring_ent_serve(rw, adopt);
+			ring_ent_serve_counted(rw, adopt);
 		adopt = next;
 	}
 }
@@ -334,12 +335,17 @@ static bool ring_take_pending(struct ring_worker *rw)
 	if (!rw->taskrun_flag)
 		return true;
 	for (unsigned int i = 0; i < RING_TAKE_ROUNDS; i++) {
+		unsigned int tail = io_uring_smp_load_acquire(rw->ring.cq.ktail);
+
 		if (!(IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN))
 			return true;
 		if (io_uring_get_events(&rw->ring) < 0)
 			return false;
+		/* The flag can outlast what it flagged (6.18, one worker on two queues). */
+		if (io_uring_smp_load_acquire(rw->ring.cq.ktail) == tail)
+			return true;
 	}
-	return !(IO_URING_READ_ONCE(*rw->ring.sq.kflags) & IORING_SQ_TASKRUN);
+	return false;
 }
 
 static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
@@ -358,22 +364,26 @@ static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
  * may lack some delivery made before it counts one more, which goes when
  * it is served (ring_serve): no UNLINK takes it for proof.
  */
-static void ring_count_releases(struct ring_worker *rw, unsigned int end, unsigned int n)
+static void ring_count_releases(struct ring_worker *rw, unsigned int end, bool unsure)
 {
+	uint64_t bits = unsure ? ~0ull : 0;
+	unsigned int head, n = unsure;
 	struct io_uring_cqe *cqe;
-	unsigned int head;
 
 	io_uring_for_each_cqe(&rw->ring, head, cqe) {
+		struct ring_ent *ent = (void *)((uintptr_t)io_uring_cqe_get_data(cqe) &
+						~RING_TAG_MASK);
+
 		if (head == end)
 			break;
 		if (ring_cqe_is_request(cqe, FUSE_RELEASE)) {
-			((struct ring_ent *)((uintptr_t)io_uring_cqe_get_data(cqe) &
-					     ~RING_TAG_MASK))->release_counted = true;
+			ent->release_counted = true;
+			bits |= ufs_release_bit(((const struct fuse_in_header *)ent->hdr->in_out)->nodeid);
 			n++;
 		}
 	}
-	if (n)
-		__atomic_add_fetch(&rw->w->batch_releases, n, __ATOMIC_RELEASE);
+	ufs_worker_releases_fresh(rw->w);
+	ufs_worker_hold_releases(rw->w, n, bits);
 }
 
 static int ring_serve(struct ring_worker *rw)

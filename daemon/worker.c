@@ -242,7 +242,8 @@ static bool thread_asleep(pid_t tid)
  * waits counter then: since).  A /dev/fuse worker: it went back to waiting
  * after that, or it serves another request (one read, one request).  A
  * batched worker: it serves a batch reaped after that (which holds every
- * delivery made before: ring_serve.c) with no RELEASE left unserved.
+ * delivery made before: ring_serve.c) with no RELEASE of nodeid (by its
+ * bit in releases_of) left unserved.
  * Either: it waits and is asleep, or it is in this wait itself.  Phase and
  * counter are read again after the state, so that an asleep seen while it
  * served (a close that blocks) does not count.
@@ -261,7 +262,9 @@ static bool worker_past(const struct ufs_worker *w, uint64_t since, uint64_t nod
 		if (phase == UFS_WORKER_SERVING)
 			return __atomic_load_n(&w->releasing, __ATOMIC_RELAXED) != nodeid;
 	} else {
-		bool none_held = !__atomic_load_n(&w->batch_releases, __ATOMIC_ACQUIRE);
+		bool none_held = !__atomic_load_n(&w->batch_releases, __ATOMIC_ACQUIRE) ||
+				 !(__atomic_load_n(&w->releases_of, __ATOMIC_ACQUIRE) &
+				   ufs_release_bit(nodeid));
 
 		if (phase == UFS_WORKER_SERVING)
 			return none_held && waits != since;

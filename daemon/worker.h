@@ -68,8 +68,40 @@ struct ufs_worker {
 	uint64_t waits;			/* times it went back to waiting */
 	uint64_t releasing;		/* the node id of the RELEASE it serves, or 0 */
 	unsigned int batch_releases;	/* a batched one's: RELEASEs it reaped, not yet served */
+	uint64_t releases_of;		/* and their node ids' ufs_release_bit()s, set before */
 	bool awaiting;			/* in ufs_workers_await itself */
 };
+
+/* A node id's bit in w->releases_of: a RELEASE of it may be held where it is set. */
+static inline uint64_t ufs_release_bit(uint64_t nodeid)
+{
+	return 1ull << ((nodeid * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+/*
+ * A batched worker holds n more RELEASEs, of the node ids in bits
+ * (ufs_release_bit; all ones: any).  Its own thread before it serves them,
+ * or another adopting a predecessor's requests for it: the bits again
+ * after the count, in case the worker cleared them in between.
+ */
+static inline void ufs_worker_hold_releases(struct ufs_worker *w, unsigned int n, uint64_t bits)
+{
+	if (!n)
+		return;
+	__atomic_or_fetch(&w->releases_of, bits, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&w->batch_releases, n, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(&w->releases_of, bits, __ATOMIC_SEQ_CST);
+}
+
+/* Its own thread, before a batch: the bits go once no RELEASE is held. */
+static inline void ufs_worker_releases_fresh(struct ufs_worker *w)
+{
+	if (__atomic_load_n(&w->batch_releases, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_store_n(&w->releases_of, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->batch_releases, __ATOMIC_SEQ_CST))
+		__atomic_or_fetch(&w->releases_of, ~0ull, __ATOMIC_SEQ_CST);
+}
 
 /*
  * Before a worker waits for more requests (it holds none, but a batched

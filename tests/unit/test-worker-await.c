@@ -250,12 +250,23 @@ int main(void)
 	fake_stop(&f);
 
 	fake_start_as(&f, ROUNDS, 0, true);
-	__atomic_store_n(&f.w.batch_releases, 1, __ATOMIC_RELEASE);
+	ufs_worker_hold_releases(&f.w, 1, ufs_release_bit(NODE + 1));
+	ok(ufs_release_bit(NODE + 1) != ufs_release_bit(NODE), "two node ids, two bits");
+	pthread_create(&t, NULL, rounds_later, &f);
+	ok(await_one(&f, NODE, never, 10000), "one whose batch holds a RELEASE of another file: "
+	   "done once it serves a batch taken after the call");
+	pthread_join(t, NULL);
+	fake_stop(&f);
+
+	fake_start_as(&f, ROUNDS, 0, true);
+	ufs_worker_hold_releases(&f.w, 1, ufs_release_bit(NODE));
 	pthread_create(&t, NULL, rounds_later, &f);
 	ok(!await_one(&f, NODE, never, 400), "one whose batch still holds a RELEASE: waited for, "
 	   "batch after batch");
 	pthread_join(t, NULL);
 	__atomic_store_n(&f.w.batch_releases, 0, __ATOMIC_RELEASE);
+	ufs_worker_releases_fresh(&f.w);
+	ok(!__atomic_load_n(&f.w.releases_of, __ATOMIC_ACQUIRE), "its bits go with the last one");
 	pthread_create(&t, NULL, poke_later, &f);
 	ok(await_one(&f, NODE, never, 10000), "until it served it");
 	pthread_join(t, NULL);
