@@ -298,7 +298,7 @@ bool ufs_workers_await(struct ufs_worker *workers, unsigned int n, uint64_t node
 		if (pthread_equal(w->thread, self))
 			me = w;
 		else
-			since[i] = __atomic_load_n(&w->waits, __ATOMIC_ACQUIRE);
+			since[i] = __atomic_load_n(&w->waits, __ATOMIC_SEQ_CST);
 	}
 	if (me)
 		__atomic_store_n(&me->awaiting, true, __ATOMIC_RELEASE);

@@ -111,7 +111,8 @@ static inline void ufs_worker_releases_fresh(struct ufs_worker *w)
 static inline void ufs_worker_waiting(struct ufs_worker *w)
 {
 	__atomic_store_n(&w->phase, UFS_WORKER_WAITING, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&w->waits, 1, __ATOMIC_ACQ_REL);
+	/* seq_cst with the caller's reading of it: then its wait sees what came before */
+	__atomic_add_fetch(&w->waits, 1, __ATOMIC_SEQ_CST);
 }
 
 /*
