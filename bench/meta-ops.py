@@ -5,9 +5,12 @@
     bench/meta-ops.py [-n CALLS] [-r ROUNDS] [-c CONFIGS]
 
 CONFIGS is a comma list of native (the tmpfs itself), dev (/dev/fuse,
-default settings), uring (io_uring, default settings) and base (the build
+default settings), uring (io_uring, default settings), alt (io_uring with
+UFS_BENCH_ALT_OPTS added: one setting beside another) and base (the build
 in UFS_BASE_DAEMON over io_uring, its defaults: the build from before a
 change); default native,dev,uring and base when UFS_BASE_DAEMON is set.
+"getxattr, missing name" is the floor: one round trip that nothing
+caches.
 Each operation runs CALLS times per round on fresh names; µs/op is the
 median of ROUNDS rounds, requests per call come from the daemon's opcode
 counters (minus what reading the counters costs).  Root only (tmpfs,
@@ -38,6 +41,13 @@ def op_stat(d, i):
     os.stat(f'{d}/s{i}')
 
 
+def op_getxattr(d, i):
+    try:
+        os.getxattr(f'{d}/s{i}', 'user.absent')
+    except OSError:
+        pass
+
+
 def op_open_read(d, i):
     fd = os.open(f'{d}/c{i}', os.O_RDONLY)
     os.read(fd, 4096)
@@ -56,6 +66,7 @@ def op_unlink(d, i):
 OPS = [
     ('create+4K write+close', op_create, None),
     ('cold stat', op_stat, 'stat'),
+    ('getxattr, missing name', op_getxattr, None),
     ('open-read-close', op_open_read, None),
     ('rename', op_rename, None),
     ('unlink', op_unlink, None),
@@ -139,6 +150,11 @@ def main():
                 cfg = Config(name, tmp)
             elif name in ('dev', 'uring'):
                 cfg = Config(name, tmp, DAEMON, 'io_uring=off' if name == 'dev' else 'io_uring=on')
+            elif name == 'alt':
+                alt = os.environ.get('UFS_BENCH_ALT_OPTS')
+                if not alt:
+                    sys.exit('alt needs UFS_BENCH_ALT_OPTS')
+                cfg = Config(name, tmp, DAEMON, f'io_uring=on,{alt}')
             elif name == 'base':
                 if not base_daemon:
                     sys.exit('base needs UFS_BASE_DAEMON')
