@@ -234,6 +234,12 @@ struct ufs_uring_req_header {
 	struct ufs_uring_ent_in_out ring_ent_in_out;
 };
 
+/* The request the kernel put in hdr. */
+static inline const struct fuse_in_header *ufs_uring_req_in(const struct ufs_uring_req_header *hdr)
+{
+	return (const void *)hdr->in_out;
+}
+
 /* The command area of a 128-byte SQE; 40 bytes since 7.46 (24 before). */
 struct ufs_uring_cmd_req {
 	uint64_t flags;

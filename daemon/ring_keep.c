@@ -38,11 +38,6 @@
 
 #define PAGE_UP(x) (((x) + 4095) & ~(size_t)4095)
 
-static const struct fuse_in_header *ring_hdr_in(const struct ufs_uring_req_header *hdr)
-{
-	return (const void *)hdr->in_out;
-}
-
 /* ---- a worker's own memory ---- */
 
 static unsigned int worker_nents(const struct ring_worker *rw)
@@ -132,7 +127,7 @@ void ring_mem_free(struct ring_worker *rw)
 void ring_rec_seen(struct ring_ent *ent, const void *payload, size_t len)
 {
 	struct ring_ent_rec *rec = ent->rec;
-	uint64_t unique = ((const struct fuse_in_header *)ent->hdr->in_out)->unique;
+	uint64_t unique = ufs_uring_req_in(ent->hdr)->unique;
 
 	len = len < RING_REC_PAYLOAD ? len : RING_REC_PAYLOAD;
 	/* Whatever word says now stays true while the copy is made. */
@@ -310,7 +305,7 @@ static struct ring_queue *queue_owner(struct ufs_uring *u, uint16_t qid)
 static enum ring_ent_state old_ent_plan(struct ring_ent_rec *rec, struct ufs_uring_req_header *hdr,
 					struct ufs_uring *u, uint8_t *payload, bool *replay)
 {
-	uint64_t unique = ((const struct fuse_in_header *)hdr->in_out)->unique;
+	uint64_t unique = ufs_uring_req_in(hdr)->unique;
 	uint64_t word = __atomic_load_n(&rec->word, __ATOMIC_ACQUIRE);
 
 	if (!unique)
@@ -388,10 +383,10 @@ unsigned int uring_adopt(struct ufs_uring *u)
 			ent->adopted = true;
 			ent->ready = plan == RING_ENT_KERNEL;
 			/* An UNLINK beside it waits for it (worker.h: batch_releases). */
-			if (!ent->ready && ring_hdr_in(hdr)->opcode == FUSE_RELEASE) {
+			if (!ent->ready && ufs_uring_req_in(hdr)->opcode == FUSE_RELEASE) {
 				ent->release_counted = true;
 				ufs_worker_hold_releases(q->rw->w, 1,
-							 ufs_release_bit(ring_hdr_in(hdr)->nodeid));
+							 ufs_release_bit(ufs_uring_req_in(hdr)->nodeid));
 			}
 			pthread_mutex_lock(&q->rw->remote_lock);
 			ent->remote_next = q->rw->adopt_head;

@@ -24,7 +24,6 @@
 #include "worker.h"
 
 static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent);
-static void ring_ent_serve_counted(struct ring_worker *rw, struct ring_ent *ent);
 
 /* Left for a successor, or for later: ent's request or the reply to it. */
 static void ring_defer(struct ring_worker *rw, struct ring_ent *ent)
@@ -73,17 +72,17 @@ static void ring_remote_drain(struct ring_worker *rw)
 		if (adopt->ready)
 			ring_commit_as_is(rw, adopt);
 		else
-			ring_ent_serve_counted(rw, adopt);
+			ring_ent_serve(rw, adopt);
 		adopt = next;
 	}
 }
 
 /* A request arrived in ent's buffers: check what the kernel says, then serve it. */
-static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
+static void ring_ent_dispatch(struct ring_worker *rw, struct ring_ent *ent)
 {
 	struct ufs_uring *u = rw->u;
 	struct ufs_uring_req_header *hdr = ent->hdr;
-	const struct fuse_in_header *in = (const void *)hdr->in_out;
+	const struct fuse_in_header *in = ufs_uring_req_in(hdr);
 	const struct ufs_uring_ent_in_out *eio = &hdr->ring_ent_in_out;
 	uint8_t *payload = ent->payload;
 	struct ufs_msg msg;
@@ -158,12 +157,12 @@ static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
  * Serve ent; a RELEASE counted in its batch is no longer held once served
  * (worker.h: batch_releases).
  */
-static void ring_ent_serve_counted(struct ring_worker *rw, struct ring_ent *ent)
+static void ring_ent_serve(struct ring_worker *rw, struct ring_ent *ent)
 {
 	bool counted = ent->release_counted;
 
 	ent->release_counted = false;
-	ring_ent_serve(rw, ent);
+	ring_ent_dispatch(rw, ent);
 	if (counted)
 		__atomic_sub_fetch(&rw->w->batch_releases, 1, __ATOMIC_RELEASE);
 }
@@ -185,7 +184,7 @@ static void ring_ent_complete(struct ring_worker *rw, struct ring_ent *ent, int 
 			ring_defer(rw, ent);
 			return;
 		}
-		ring_ent_serve_counted(rw, ent);
+		ring_ent_serve(rw, ent);
 		return;
 	}
 	/*
@@ -293,7 +292,7 @@ static void ring_pause_check(struct ring_worker *rw)
 			if (ent->state == RING_ENT_HELD)
 				ring_commit(rw, ent, ent->remote_error, ent->remote_len);
 			else
-				ring_ent_serve_counted(rw, ent);
+				ring_ent_serve(rw, ent);
 		}
 		return;
 	}
@@ -348,13 +347,16 @@ static bool ring_take_pending(struct ring_worker *rw)
 	return false;
 }
 
-static bool ring_cqe_is_request(const struct io_uring_cqe *cqe, uint32_t opcode)
+/* The entry a RELEASE was delivered to, or NULL. */
+static struct ring_ent *ring_cqe_release(const struct io_uring_cqe *cqe)
 {
 	uintptr_t data = (uintptr_t)io_uring_cqe_get_data(cqe);
-	const struct ring_ent *ent = (const void *)(data & ~RING_TAG_MASK);
+	struct ring_ent *ent = (void *)(data & ~RING_TAG_MASK);
 
-	return (data & RING_TAG_MASK) == RING_TAG_ENT && !cqe->res &&
-	       ((const struct fuse_in_header *)ent->hdr->in_out)->opcode == opcode;
+	if ((data & RING_TAG_MASK) != RING_TAG_ENT || cqe->res ||
+	    ufs_uring_req_in(ent->hdr)->opcode != FUSE_RELEASE)
+		return NULL;
+	return ent;
 }
 
 /*
@@ -371,14 +373,14 @@ static void ring_count_releases(struct ring_worker *rw, unsigned int end, bool u
 	struct io_uring_cqe *cqe;
 
 	io_uring_for_each_cqe(&rw->ring, head, cqe) {
-		struct ring_ent *ent = (void *)((uintptr_t)io_uring_cqe_get_data(cqe) &
-						~RING_TAG_MASK);
+		struct ring_ent *ent;
 
 		if (head == end)
 			break;
-		if (ring_cqe_is_request(cqe, FUSE_RELEASE)) {
+		ent = ring_cqe_release(cqe);
+		if (ent) {
 			ent->release_counted = true;
-			bits |= ufs_release_bit(((const struct fuse_in_header *)ent->hdr->in_out)->nodeid);
+			bits |= ufs_release_bit(ufs_uring_req_in(ent->hdr)->nodeid);
 			n++;
 		}
 	}
