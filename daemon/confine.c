@@ -77,6 +77,29 @@ int ufs_check_beneath_fd(const struct ufs_confine *c, int fd)
 }
 
 /*
+ * ufs_check_beneath_fd for a directory, remembered in *seen (the caller's,
+ * one per directory, read and written atomically) until a directory moves
+ * on SOURCE's file system: only a move can take a directory out of SOURCE,
+ * and the memory's watch drains every move queued before this check began
+ * (the kernel queues it inside vfs_rename(), confine_memo.c).  A directory
+ * on another mount is checked every time: a mount's change raises no
+ * event.  Saves the readlink, which costs more than the request it guards
+ * on small calls (rm -rf: an UNLINK and a GETATTR of the parent per file).
+ */
+int ufs_check_beneath_dir(const struct ufs_confine *c, int fd, uint64_t *seen)
+{
+	uint64_t moves = ufs_confine_memo_moves(c->memo);
+	int ret;
+
+	if (moves && __atomic_load_n(seen, __ATOMIC_RELAXED) == moves)
+		return 0;
+	ret = ufs_check_beneath_fd(c, fd);
+	if (!ret && moves && ufs_confine_memo_watched(c->memo, fd))
+		__atomic_store_n(seen, moves, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/*
  * Is the file (dev, ino) still a name in the directory dir_fd (O_PATH)?  A
  * file other than a directory cannot be walked up, so a file revived from a
  * handle is looked for where it was last seen, as exportfs_get_name() does

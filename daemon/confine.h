@@ -7,6 +7,7 @@
 #define UFS_CONFINE_H
 
 #include <limits.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ufs_confine_memo;
@@ -35,6 +36,8 @@ void ufs_confine_destroy(struct ufs_confine *c);
 
 /* 0 if inside SOURCE, else -ENOENT */
 int ufs_check_beneath_fd(const struct ufs_confine *c, int fd);
+/* The same for a directory, remembered in *seen while no directory moves */
+int ufs_check_beneath_dir(const struct ufs_confine *c, int fd, uint64_t *seen);
 int ufs_check_in_dir(int dir_fd, dev_t dev, ino_t ino);
 
 #endif /* UFS_CONFINE_H */

@@ -452,6 +452,27 @@ int ufs_confine_memo_check(struct ufs_confine_memo *m, int fd, dev_t root_dev, i
 	return ret == 1 ? check_beneath_walk(fd, root_dev, root_ino) : ret;
 }
 
+uint64_t ufs_confine_memo_moves(struct ufs_confine_memo *m)
+{
+	uint64_t moves;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	drain_locked(m);
+	moves = m->broken ? 0 : m->moves + 1;
+	pthread_mutex_unlock(&m->lock);
+	return moves;
+}
+
+bool ufs_confine_memo_watched(struct ufs_confine_memo *m, int fd)
+{
+	struct memo_key k;
+	int mnt_id;
+
+	return m && !fd_key(m, fd, &k, &mnt_id) && mnt_id == m->root_mnt_id;
+}
+
 /* Local file systems whose every rename the kernel sees (and reports). */
 static bool local_fs(int fd)
 {

@@ -6,6 +6,8 @@
 #ifndef UFS_CONFINE_MEMO_H
 #define UFS_CONFINE_MEMO_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ufs_confine_memo;
@@ -21,5 +23,14 @@ void ufs_confine_memo_free(struct ufs_confine_memo *m);
  * -ENOENT (or another negative errno).  m may be NULL: the walk.
  */
 int ufs_confine_memo_check(struct ufs_confine_memo *m, int fd, dev_t root_dev, ino_t root_ino);
+/*
+ * The directory moves drained so far on SOURCE's file system, plus one (it
+ * drains the queue first); 0 where nothing can be remembered (no memory,
+ * or its watch broke).  A directory found inside SOURCE after this call
+ * stays inside until the number changes: see ufs_check_beneath_dir.
+ */
+uint64_t ufs_confine_memo_moves(struct ufs_confine_memo *m);
+/* Is fd on SOURCE's own mount, where the watch sees every move? */
+bool ufs_confine_memo_watched(struct ufs_confine_memo *m, int fd);
 
 #endif /* UFS_CONFINE_MEMO_H */

@@ -589,6 +589,8 @@ int ufs_inode_check_beneath(struct ufs_inode_store *inodes, struct ufs_inode *in
 {
 	if (inode == inodes->root || inode->control)
 		return 0;
+	if (inode->type == S_IFDIR)
+		return ufs_check_beneath_dir(inodes->confine, inode->fd, &inode->beneath_seen);
 	return ufs_check_beneath_fd(inodes->confine, inode->fd);
 }
 

@@ -436,6 +436,98 @@ def moved_dir_name_ops():
                 check_eq(result, 'ENOENT', f'{label} in a directory moved out of the source')
 
 
+
+def warm_dir(dirfd, rounds=20):
+    """Name operations in a held directory, each checking that it is inside
+    the source: what the daemon remembers (confine.c: ufs_check_beneath_dir)."""
+    for i in range(rounds):
+        os.close(os.open(f'w{i}', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dirfd))
+        os.unlink(f'w{i}', dir_fd=dirfd)
+
+
+@case(root=True, mount=False)
+def remembered_dir_moved_out():
+    """A directory the daemon has just found inside the source many times
+    (and may remember so) is moved out on the backing side: by itself, by
+    an ancestor, and by a RENAME_EXCHANGE with a directory outside.  The
+    very next operation through a descriptor of it fails (ENOENT): no
+    request may trust what it remembered from before the move."""
+    ufs.require_daemon('a bind mount does not confine a directory moved out while open')
+    with confined() as (m, t):
+        away = ufs.scratch_dir('away')      # outside the source, not the canary's dir
+        moves = {
+            'itself': lambda k: os.rename(f'{t.src}/u{k}/mv', f'{away}/mv{k}'),
+            'its parent': lambda k: os.rename(f'{t.src}/u{k}', f'{away}/u{k}'),
+            'an exchange': lambda k: sx.renameat2(f'{t.src}/u{k}/mv', f'{away}/other{k}',
+                                                  sx.RENAME_EXCHANGE),
+        }
+        # each case its own tree, made before the mount looks: nothing
+        # changes beside the mount but the move itself
+        for k in range(len(moves)):
+            os.makedirs(f'{t.src}/u{k}/mv/olddir')
+            ufs.write_file(f'{t.src}/u{k}/mv/old', b'old')
+            os.makedirs(f'{away}/other{k}')
+        for k, (how, move) in enumerate(moves.items()):
+            moved = {'itself': f'{away}/mv{k}', 'its parent': f'{away}/u{k}/mv',
+                     'an exchange': f'{away}/other{k}'}[how]
+            with opened(f'{m.mnt}/u{k}/mv', os.O_RDONLY | os.O_DIRECTORY) as dirfd:
+                warm_dir(dirfd)
+                move(k)
+                ufs.write_file(f'{moved}/planted', b'planted outside')
+                got = dict(moved_dir_attempts(dirfd))
+            ufs.diag(f'moved out by {how}: {got}')
+            for label, result in got.items():
+                check_eq(result, 'ENOENT', f'{label} in a remembered directory moved out '
+                         f'of the source by {how}')
+            check_eq(sorted(os.listdir(moved)), ['old', 'olddir', 'planted'],
+                     f'the directory moved out by {how}, after the attempts')
+
+
+def daemon_syscall_counts(m, work):
+    """{syscall: calls} of all the daemon's threads while work() runs."""
+    out = os.path.join(ufs.scratch_dir('strace'), 'counts')
+    cmd = ['strace', '-f', '-c', '-o', out, '-p', str(m.pid)]    # -f: every thread
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        check('attached' in line, f'strace did not attach to the daemon: {line!r}')
+        work()
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    counts = {}
+    with open(out) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) >= 5 and w[-1] not in ('total', 'syscall') and w[3].isdigit():
+                counts[w[-1]] = int(w[3])
+    check(counts, f'no strace summary in {out}')
+    return counts
+
+
+@case(root=True, mount=False, timeout=120)
+def remembered_dir_costs_no_readlink():
+    """Where the daemon can watch the backing file system for directory
+    moves, a directory found inside the source stays so without asking the
+    kernel for its path again (a readlink of /proc/self/fd/N per request
+    cost rm -rf a fifth of its time): 200 creates and unlinks in one
+    directory cost a handful of readlinks, not one or two each."""
+    ufs.require_daemon('the confinement check is the daemon\'s')
+    if not shutil.which('strace'):
+        raise ufs.Skip('strace is not installed: the case counts system calls with it')
+    with confined() as (m, t):
+        off = [ln for ln in m.log_text().splitlines() if 'walked up on every check' in ln]
+        if off:     # not a local file system with file handles (confine_memo.c)
+            raise ufs.Skip(f'the daemon cannot watch for directory moves here: {off[0]}')
+        os.makedirs(f'{t.src}/d')
+        with opened(f'{m.mnt}/d', os.O_RDONLY | os.O_DIRECTORY) as dirfd:
+            warm_dir(dirfd, 2)
+            counts = daemon_syscall_counts(m, lambda: warm_dir(dirfd, 100))
+        links = counts.get('readlinkat', 0) + counts.get('readlink', 0)
+        ufs.diag(f'{links} readlinks for 100 creates and 100 unlinks: {counts}')
+        check(links <= 10, f'{links} readlinks for 100 creates and 100 unlinks in one '
+              'directory (bound 10): the check of the directory was not remembered')
+
 # --- device nodes and FIFOs -------------------------------------------------
 
 def use_devices(chan, mnt):
