@@ -358,13 +358,19 @@ ssize_t ufs_op_link(struct ufs_fs *fs, struct ufs_req *req)
 }
 
 /*
- * An O_PATH hold on what name in dir is now, or -1: after a call that may
- * remove that name, its link count tells whether the file lost its last
- * one.  A check before the call would race a link made meanwhile.
+ * What name in dir is now, if the inode store has it (pinned), or NULL:
+ * after a call that may remove that name, the inode's own descriptor
+ * tells whether the file lost its last link.  A link count taken before
+ * the call would race a link made meanwhile.  A directory, or a file the
+ * store has no descriptor of, leaves nothing to close or wait for.
  */
-static int hold_name(int dir, const char *name)
+static struct ufs_inode *hold_name(struct ufs_fs *fs, int dir, const char *name)
 {
-	return openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
+		return NULL;
+	return ufs_inode_get_by_key(&fs->inodes, st.st_dev, st.st_ino);
 }
 
 /*
@@ -400,16 +406,17 @@ static bool held_released(void *arg)
 	return !ufs_inode_pinned_by_others(&h->fs->inodes, h->inode);
 }
 
-static void release_held(struct ufs_fs *fs, int held, bool removed)
+static void release_held(struct ufs_fs *fs, struct ufs_inode *held, bool removed)
 {
 	struct held h = { .fs = fs };
 	struct stat st;
 
-	if (held < 0)
+	if (!held)
 		return;
-	if (removed && !fstat(held, &st) && !S_ISDIR(st.st_mode))
-		h.inode = ufs_inode_unlinked(&fs->inodes, st.st_dev, st.st_ino, st.st_nlink);
-	close(held);
+	/* Pinned: its descriptor stays until the put below. */
+	if (removed && !fstat(held->fd, &st))
+		h.inode = ufs_inode_unlinked(&fs->inodes, held->dev, held->ino, st.st_nlink);
+	ufs_inode_put(&fs->inodes, held);
 	if (!h.inode)
 		return;
 	if (fs->await_release && !fs->await_release(fs->upcall_arg, h.inode->nodeid, held_released,
@@ -422,11 +429,11 @@ static void release_held(struct ufs_fs *fs, int held, bool removed)
 static ssize_t remove_entry(struct ufs_fs *fs, struct ufs_req *req, int flags)
 {
 	int ret = parent_check(fs, req->inode, req->args.name);
-	int held;
+	struct ufs_inode *held;
 
 	if (ret)
 		return ret;
-	held = flags & AT_REMOVEDIR ? -1 : hold_name(req->inode->fd, req->args.name);
+	held = flags & AT_REMOVEDIR ? NULL : hold_name(fs, req->inode->fd, req->args.name);
 	ret = unlinkat(req->inode->fd, req->args.name, flags) ? -errno : 0;
 	release_held(fs, held, !ret);
 	return ret == -ENOENT && req->replay ? 0 : ret;	/* removed before a crash */
@@ -476,7 +483,8 @@ static ssize_t do_rename(struct ufs_fs *fs, struct ufs_req *req, uint64_t newdir
 		ret = ufs_creds_enter(fs, req, &creds);
 	if (!ret) {
 		/* A rename over a last link frees the file it replaces. */
-		int held = flags & RENAME_EXCHANGE ? -1 : hold_name(newdir->fd, req->args.name2);
+		struct ufs_inode *held = flags & RENAME_EXCHANGE ? NULL :
+					  hold_name(fs, newdir->fd, req->args.name2);
 
 		ret = renameat2(req->inode->fd, req->args.name, newdir->fd, req->args.name2, flags)
 			      ? -errno : 0;

@@ -436,6 +436,24 @@ struct ufs_inode *ufs_inode_get(struct ufs_inode_store *inodes, uint64_t nodeid)
 	return inode;
 }
 
+/*
+ * The inode of the file (dev, ino), pinned, if the store has it with a
+ * descriptor; else NULL.  Never reopens: for a name about to be removed.
+ */
+struct ufs_inode *ufs_inode_get_by_key(struct ufs_inode_store *inodes, dev_t dev, ino_t ino)
+{
+	struct ufs_inode *inode;
+
+	pthread_mutex_lock(&inodes->inode_lock);
+	inode = ufs_inode_find_by_key_locked(inodes, dev, ino);
+	if (inode && (inode == inodes->root || inode->fd < 0))
+		inode = NULL;
+	if (inode)
+		pin_locked(inodes, inode);
+	pthread_mutex_unlock(&inodes->inode_lock);
+	return inode;
+}
+
 /* Another reference for something that outlives the request (an open file). */
 void ufs_inode_ref(struct ufs_inode_store *inodes, struct ufs_inode *inode)
 {

@@ -151,6 +151,7 @@ int ufs_inode_dir_beneath(struct ufs_inode_store *inodes, struct ufs_inode *inod
 /* inode.c, for inode_revive.c: the store's own parts */
 struct ufs_inode *ufs_inode_new(dev_t dev, ino_t ino, mode_t type, int fd);
 void ufs_inode_free(struct ufs_inode_store *inodes, struct ufs_inode *inode);
+struct ufs_inode *ufs_inode_get_by_key(struct ufs_inode_store *inodes, dev_t dev, ino_t ino);
 struct ufs_inode *ufs_inode_find_by_id_locked(struct ufs_inode_store *inodes, uint64_t nodeid);
 struct ufs_inode *ufs_inode_find_by_key_locked(struct ufs_inode_store *inodes, dev_t dev,
 					       ino_t ino);
