@@ -76,26 +76,34 @@ int ufs_check_beneath_fd(const struct ufs_confine *c, int fd)
 	return -ENOENT;
 }
 
+/* A directory on another mount than SOURCE's: never remembered, never drains. */
+#define BENEATH_UNWATCHED UINT64_MAX
+
 /*
  * ufs_check_beneath_fd for a directory, remembered in *seen (the caller's,
  * one per directory, read and written atomically) until a directory moves
  * on SOURCE's file system: only a move can take a directory out of SOURCE,
  * and the memory's watch drains every move queued before this check began
  * (the kernel queues it inside vfs_rename(), confine_memo.c).  A directory
- * on another mount is checked every time: a mount's change raises no
- * event.  Saves the readlink, which costs more than the request it guards
- * on small calls (rm -rf: an UNLINK and a GETATTR of the parent per file).
+ * on another mount is checked every time (a mount's change raises no
+ * event), and marked so once: its checks skip the drain.  Saves the
+ * readlink, which costs more than the request it guards on small calls
+ * (rm -rf: an UNLINK and a GETATTR of the parent per file).
  */
 int ufs_check_beneath_dir(const struct ufs_confine *c, int fd, uint64_t *seen)
 {
-	uint64_t moves = ufs_confine_memo_moves(c->memo);
+	uint64_t known = __atomic_load_n(seen, __ATOMIC_RELAXED), moves;
 	int ret;
 
-	if (moves && __atomic_load_n(seen, __ATOMIC_RELAXED) == moves)
+	if (known == BENEATH_UNWATCHED)
+		return ufs_check_beneath_fd(c, fd);
+	moves = ufs_confine_memo_moves(c->memo);
+	if (moves && known == moves)
 		return 0;
 	ret = ufs_check_beneath_fd(c, fd);
-	if (!ret && moves && ufs_confine_memo_watched(c->memo, fd))
-		__atomic_store_n(seen, moves, __ATOMIC_RELAXED);
+	if (!ret && moves)
+		__atomic_store_n(seen, ufs_confine_memo_watched(c->memo, fd) ? moves : BENEATH_UNWATCHED,
+				 __ATOMIC_RELAXED);
 	return ret;
 }
 

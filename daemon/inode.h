@@ -36,8 +36,9 @@ struct ufs_inode {
 	int mount_fd;			/* the handle's file system, for open_by_handle_at */
 	int mount_id;			/* name_to_handle_at's, for the hand-over record */
 	/*
-	 * A directory's last "inside SOURCE" (ufs_check_beneath_dir): no
-	 * lock, read and written atomically by whoever checks it.
+	 * A directory's last "inside SOURCE", or that it is on another mount
+	 * (ufs_check_beneath_dir): no lock, read and written atomically by
+	 * whoever checks it.
 	 */
 	uint64_t beneath_seen;
 	/* fields below are protected by the store's inode_lock */
