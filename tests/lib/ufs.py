@@ -635,6 +635,23 @@ def scratch_dir(label):
     return path
 
 
+@contextlib.contextmanager
+def tmpfs(label, options):
+    """A tmpfs of its own (mount options `options`) on a new scratch
+    directory, root 0755: a file system no other test touches, for cases
+    that count what the daemon does or fill the file system up."""
+    path = scratch_dir(label)
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, f'ufs-{label}', path],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise HarnessError(f'cannot mount a tmpfs on {path}: {r.stderr.strip()}')
+    try:
+        os.chmod(path, 0o755)
+        yield path
+    finally:
+        subprocess.run(['umount', '-l', path], capture_output=True)
+
+
 MountEntry = collections.namedtuple('MountEntry', 'mountpoint fstype source options superopts')
 
 

@@ -78,14 +78,21 @@ class Tree:
 
 
 @contextlib.contextmanager
-def confined(opts=None, env=None):
-    """A fresh tree mounted at M/mnt; the canary is checked on the way out."""
-    tree = Tree(ufs.scratch_dir('confine'))
-    with ufs.Mount(source=tree.src, opts=opts, env=env) as m:
-        check(not os.path.exists(f'{m.mnt}/../outside'), 'bad layout: mnt/../outside exists')
-        yield m, tree
+def confined(opts=None, env=None, own_fs=False):
+    """A fresh tree mounted at M/mnt; the canary is checked on the way out.
+    With own_fs the tree is on a tmpfs of its own: the daemon's memory of
+    directories inside the source lasts until a directory moves anywhere on
+    the source's file system, so cases that count its work must not share
+    one with other tests moving directories (CI runs suites side by side)."""
+    with contextlib.ExitStack() as stack:
+        top = (stack.enter_context(ufs.tmpfs('confine', 'size=64m')) if own_fs
+               else ufs.scratch_dir('confine'))
+        tree = Tree(top)
+        with ufs.Mount(source=tree.src, opts=opts, env=env) as m:
+            check(not os.path.exists(f'{m.mnt}/../outside'), 'bad layout: mnt/../outside exists')
+            yield m, tree
+            tree.check_canary()
         tree.check_canary()
-    tree.check_canary()
 
 
 def daemon_fds_on(m, path):
@@ -515,7 +522,7 @@ def remembered_dir_costs_no_readlink():
     ufs.require_daemon('the confinement check is the daemon\'s')
     if not shutil.which('strace'):
         raise ufs.Skip('strace is not installed: the case counts system calls with it')
-    with confined() as (m, t):
+    with confined(own_fs=True) as (m, t):
         off = [ln for ln in m.log_text().splitlines() if 'walked up on every check' in ln]
         if off:     # not a local file system with file handles (confine_memo.c)
             raise ufs.Skip(f'the daemon cannot watch for directory moves here: {off[0]}')
@@ -819,11 +826,11 @@ def deep_tree_costs_o1():
     ufs.require_daemon('the confinement check is the daemon\'s')
     if not shutil.which('strace'):
         raise ufs.Skip('strace is not installed: the case counts system calls with it')
-    with confined() as (m, t):
+    with confined(own_fs=True) as (m, t):
         off = [ln for ln in m.log_text().splitlines() if 'walked up on every check' in ln]
         if off:     # not a local file system with file handles (confine_memo.c)
             raise ufs.Skip(f'the daemon cannot remember deep directories here: {off[0]}')
-        away = ufs.scratch_dir('away')      # outside the source, not the canary's dir
+        away = f'{t.top}/away'      # outside the source, not the canary's dir
         os.makedirs(f'{away}/x')
         fd = -1
         try:

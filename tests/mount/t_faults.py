@@ -46,17 +46,9 @@ def tool(name):
     return path
 
 
-@contextlib.contextmanager
 def tmpfs(size, nr_inodes=None):
     """A small tmpfs of its own, mounted on a scratch directory."""
-    path = ufs.scratch_dir('tmpfs')
-    opts = f'size={size}' + (f',nr_inodes={nr_inodes}' if nr_inodes else '')
-    run(['mount', '-t', 'tmpfs', '-o', opts, 'ufs-test', path])
-    try:
-        os.chmod(path, 0o755)
-        yield path
-    finally:
-        subprocess.run(['umount', '-l', path], capture_output=True)
+    return ufs.tmpfs('tmpfs', f'size={size}' + (f',nr_inodes={nr_inodes}' if nr_inodes else ''))
 
 
 @contextlib.contextmanager

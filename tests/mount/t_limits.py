@@ -161,19 +161,9 @@ def many_files(files, label):
             check(m.alive(), 'the daemon died')
 
 
-@contextlib.contextmanager
 def ufs_tmpfs(files):
     """A tmpfs with room for `files` inodes, on a scratch directory."""
-    path = ufs.scratch_dir('many')
-    r = subprocess.run(['mount', '-t', 'tmpfs', '-o',
-                        f'size=64m,nr_inodes={files + files // 100 + 1000}', 'ufs-limits', path],
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise ufs.Skip(f'cannot mount a tmpfs: {r.stderr.strip()}')
-    try:
-        yield path
-    finally:
-        subprocess.run(['umount', '-l', path], capture_output=True)
+    return ufs.tmpfs('many', f'size=64m,nr_inodes={files + files // 100 + 1000}')
 
 
 @case(root=True, mount=False, timeout=120)
