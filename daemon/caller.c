@@ -10,6 +10,11 @@
  * was killed, and then the id may belong to someone else: the lines are
  * trusted only while that thread has the request's fsuid and fsgid.  Those
  * lines come before every other one that is read here.
+ *
+ * Capabilities alone are asked of the kernel with capget(2) instead when
+ * the request is one its caller must wait for (caller_waits): reading the
+ * status file costs about as much as a round trip, and an untar asked for
+ * it four times a file.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -18,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "caller.h"
 #include "fuse_abi.h"
@@ -102,14 +109,67 @@ static int masks_line(const char *key, const char *value, void *arg)
 	return m->left ? 1 : 0;
 }
 
-bool ufs_caller_capable(const struct ufs_req *req, int cap)
+/*
+ * Requests the kernel sends with fuse_simple_request() and never in the
+ * background.  Once the daemon has read one, its caller waits for the
+ * reply even through SIGKILL (fs/fuse/dev.c, request_wait_answer: "Either
+ * request is already in userspace, or it was forced.  Wait it out."), so
+ * until we reply the id names that very thread, which cannot change its
+ * credentials meanwhile.
+ */
+static bool caller_waits(const struct ufs_req *req)
+{
+	switch (req->in->opcode) {
+	case FUSE_OPEN:
+	case FUSE_CREATE:
+	case FUSE_MKNOD:
+	case FUSE_MKDIR:
+	case FUSE_SYMLINK:
+	case FUSE_TMPFILE:
+	case FUSE_SETATTR:
+	case FUSE_LINK:
+	case FUSE_RENAME:
+	case FUSE_RENAME2:
+	case FUSE_SETXATTR:
+	case FUSE_IOCTL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The caller's effective capabilities: 0, or a negative errno. */
+static int caller_caps(const struct ufs_req *req, uint64_t *caps)
 {
 	struct caller_masks m = { .left = 4 };
+	int ret;
+
+	if (caller_waits(req) && req->in->pid) {
+		struct __user_cap_header_struct hdr = {
+			.version = _LINUX_CAPABILITY_VERSION_3,
+			.pid = (int)req->in->pid,
+		};
+		struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+		if (!syscall(SYS_capget, &hdr, data)) {
+			*caps = data[0].effective | (uint64_t)data[1].effective << 32;
+			return 0;
+		}
+	}
+	ret = ufs_caller_status(req, masks_line, &m);
+	if (!ret)
+		*caps = m.caps;
+	return ret;
+}
+
+bool ufs_caller_capable(const struct ufs_req *req, int cap)
+{
+	uint64_t caps;
 
 	/* Unknown: as the kernel's own view of uid 0 is, without capabilities. */
-	if (ufs_caller_status(req, masks_line, &m))
+	if (caller_caps(req, &caps))
 		return req->in->uid == 0;
-	return (m.caps >> cap) & 1;
+	return (caps >> cap) & 1;
 }
 
 int ufs_caller_signalled(const struct ufs_req *req)
@@ -164,10 +224,10 @@ bool ufs_caller_sys_resource(const struct ufs_req *req, uint64_t caps)
 
 bool ufs_caller_has_resource(const struct ufs_req *req)
 {
-	struct caller_masks m = { .left = 4 };
+	uint64_t caps;
 
 	/* Unknown (no pid in our namespace, or gone): as ufs_caller_capable. */
-	if (ufs_caller_status(req, masks_line, &m))
+	if (caller_caps(req, &caps))
 		return req->in->uid == 0;
-	return ufs_caller_sys_resource(req, m.caps);
+	return ufs_caller_sys_resource(req, caps);
 }

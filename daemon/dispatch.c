@@ -73,18 +73,23 @@ static const ufs_handler_fn handlers[] = {
  * Calls that can take space (a directory block, an xattr block, a quota
  * transfer to a new owner) without creating an inode: the caller's limits
  * around the whole handler (ident.c).  Data writes take them in their I/O
- * engine; creating calls run as the caller (creds.c).
+ * engine; creating calls run as the caller (creds.c).  A SETATTR that only
+ * sets times rewrites the inode in place; a chmod may not (ext4 copies an
+ * xattr block that files share before it changes the ACL in it).
  */
-static bool charged_call(uint32_t opcode)
+static bool charged_call(const struct ufs_req *req)
 {
-	switch (opcode) {
+	const struct fuse_setattr_in *setattr = req->args.op;
+
+	switch (req->in->opcode) {
 	case FUSE_LINK:
 	case FUSE_RENAME:
 	case FUSE_RENAME2:
 	case FUSE_SETXATTR:
-	case FUSE_SETATTR:
 	case FUSE_IOCTL:
 		return true;
+	case FUSE_SETATTR:
+		return setattr->valid & (FATTR_MODE | FATTR_UID | FATTR_GID | FATTR_SIZE);
 	default:
 		return false;
 	}
@@ -96,7 +101,7 @@ static ssize_t run_handler(struct ufs_fs *fs, struct ufs_req *req)
 	struct ufs_ident who;
 	ssize_t res;
 
-	if (!charged_call(req->in->opcode))
+	if (!charged_call(req))
 		return handlers[req->in->opcode](fs, req);
 	ufs_ident_of(fs, req, NULL, &who);
 	res = ufs_ident_enter(&who, 0, &saved);

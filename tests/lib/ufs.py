@@ -652,6 +652,36 @@ def tmpfs(label, options):
         subprocess.run(['umount', '-l', path], capture_output=True)
 
 
+def strace_daemon(m, work, *options):
+    """strace(1) of every thread of m's daemon while work() runs, with
+    options (e.g. '-c', or '-e', 'trace=openat'); the text it wrote."""
+    if not shutil.which('strace'):
+        raise Skip('strace is not installed: the case watches the daemon with it')
+    out = os.path.join(scratch_dir('strace'), 'out')
+    p = subprocess.Popen(['strace', '-f', *options, '-o', out, '-p', str(m.pid)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        check('attached' in line, f'strace did not attach to the daemon: {line!r}')
+        work()
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    with open(out) as f:
+        return f.read()
+
+
+def daemon_syscall_counts(m, work):
+    """{syscall: calls} of all the daemon's threads while work() runs."""
+    counts = {}
+    for ln in strace_daemon(m, work, '-c').splitlines():
+        w = ln.split()
+        if len(w) >= 5 and w[-1] not in ('total', 'syscall') and w[3].isdigit():
+            counts[w[-1]] = int(w[3])
+    check(counts, 'no strace summary')
+    return counts
+
+
 MountEntry = collections.namedtuple('MountEntry', 'mountpoint fstype source options superopts')
 
 

@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import re
 import resource
 import signal
 import struct
@@ -529,3 +530,41 @@ def quota_chgrp():
         with ufs.Mount(opts=opts_for(), source=src) as m:
             got = ufs.as_user(chgrp, f'{m.mnt}/m', grp_gid, groups=groups)
         check_eq(got, native, 'chgrp through the mount')
+
+
+# ---- what asking about the caller costs ----
+
+def root_file_calls(mnt, n):
+    """As root: create, chown, chmod, truncate, utimes, setxattr, link,
+    rename and reopen n files, the calls of an untar or a git checkout."""
+    for i in range(n):
+        name = f'{mnt}/f{i}'
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.fchown(fd, 0, 0)
+            os.fchmod(fd, 0o640)
+            os.ftruncate(fd, 100)
+            os.utime(fd, (1, 1))
+            os.setxattr(fd, 'user.k', b'v')
+        finally:
+            os.close(fd)
+        os.link(name, f'{name}.l')
+        os.rename(f'{name}.l', f'{name}.r')
+        os.close(os.open(name, os.O_RDONLY))
+
+
+@case(root=True)
+def caller_read_without_proc(m):
+    """A root caller's creating and attribute calls read no /proc/PID/status:
+    while a caller waits for its reply its capabilities come from capget(2)
+    (caller.c).  The status file cost about a round trip per read, and an
+    untar read it four times a file.  What the answers decide (the reserve,
+    CAP_FSETID) is checked by the cases above and t_posix's capsh steps."""
+    ufs.require_daemon('the reads are the daemon\'s')
+    root_file_calls(m.mnt, 2)
+    os.mkdir(f'{m.mnt}/d')
+    trace = ufs.strace_daemon(m, lambda: root_file_calls(f'{m.mnt}/d', 20),
+                              '-e', 'trace=openat,open')
+    reads = [ln for ln in trace.splitlines() if re.search(r'"/proc/\d+/status"', ln)]
+    ufs.diag(f'{len(reads)} status reads for 20 files; first: {reads[:1]}')
+    check_eq(len(reads), 0, 'reads of a caller\'s /proc/PID/status for 20 files made by root')

@@ -16,8 +16,6 @@ covered by tests/unit/test-decode.c.
 
 import contextlib
 import shutil
-import signal
-import subprocess
 import errno
 import os
 import stat
@@ -490,28 +488,6 @@ def remembered_dir_moved_out():
                      f'the directory moved out by {how}, after the attempts')
 
 
-def daemon_syscall_counts(m, work):
-    """{syscall: calls} of all the daemon's threads while work() runs."""
-    out = os.path.join(ufs.scratch_dir('strace'), 'counts')
-    cmd = ['strace', '-f', '-c', '-o', out, '-p', str(m.pid)]    # -f: every thread
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stderr.readline()
-        check('attached' in line, f'strace did not attach to the daemon: {line!r}')
-        work()
-    finally:
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=60)
-    counts = {}
-    with open(out) as f:
-        for ln in f:
-            w = ln.split()
-            if len(w) >= 5 and w[-1] not in ('total', 'syscall') and w[3].isdigit():
-                counts[w[-1]] = int(w[3])
-    check(counts, f'no strace summary in {out}')
-    return counts
-
-
 @case(root=True, mount=False, timeout=120)
 def remembered_dir_costs_no_readlink():
     """Where the daemon can watch the backing file system for directory
@@ -529,7 +505,7 @@ def remembered_dir_costs_no_readlink():
         os.makedirs(f'{t.src}/d')
         with opened(f'{m.mnt}/d', os.O_RDONLY | os.O_DIRECTORY) as dirfd:
             warm_dir(dirfd, 2)
-            counts = daemon_syscall_counts(m, lambda: warm_dir(dirfd, 100))
+            counts = ufs.daemon_syscall_counts(m, lambda: warm_dir(dirfd, 100))
         links = counts.get('readlinkat', 0) + counts.get('readlink', 0)
         ufs.diag(f'{links} readlinks for 100 creates and 100 unlinks: {counts}')
         check(links <= 10, f'{links} readlinks for 100 creates and 100 unlinks in one '
@@ -813,7 +789,7 @@ def deep_remove(top, name):
 
 def daemon_syscalls(m, work):
     """System calls all the daemon's threads make while work() runs."""
-    return sum(daemon_syscall_counts(m, work).values())
+    return sum(ufs.daemon_syscall_counts(m, work).values())
 
 
 @case(root=True, mount=False, timeout=120)
