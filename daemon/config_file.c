@@ -82,13 +82,17 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
 		return 0;
 	}
 	home = ufs_config_key_section(key);
+	if (!home && !section[0]) {
+		ini_error(ctx, "unknown key '%s' (before any [section])", key);
+		return 0;
+	}
 	if (!home) {
 		ini_error(ctx, "unknown key '%s' in [%s]", key, section);
 		return 0;
 	}
 	if (strcmp(home, section)) {
-		ini_error(ctx, "key '%s' belongs in [%s], not [%s]", key, home,
-			  section[0] ? section : "(no section)");
+		ini_error(ctx, "key '%s' belongs in [%s], not %s%s%s", key, home,
+			  section[0] ? "[" : "before any [section]", section, section[0] ? "]" : "");
 		return 0;
 	}
 	if (!value || !value[0]) {
