@@ -20,7 +20,10 @@ typedef int ufs_caller_line_fn(const char *key, const char *value, void *arg);
  */
 int ufs_caller_status(const struct ufs_req *req, ufs_caller_line_fn *fn, void *arg);
 
-/* Does the caller hold capability cap (CAP_FSETID ...)?  Unreadable: uid 0 does. */
+/*
+ * Does the caller hold capability cap (CAP_FSETID ...) in the daemon's user
+ * namespace?  Unreadable, or not acting as itself: uid 0 does.
+ */
 bool ufs_caller_capable(const struct ufs_req *req, int cap);
 
 /*

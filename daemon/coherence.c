@@ -39,14 +39,9 @@
 #include "coherence_event.h"
 #include "config.h"
 #include "inode.h"
+#include "linux_abi.h"
 #include "log.h"
 
-#ifndef FAN_REPORT_TARGET_FID
-#define FAN_REPORT_TARGET_FID 0x00001000
-#endif
-#ifndef AT_HANDLE_FID
-#define AT_HANDLE_FID 0x200
-#endif
 
 #define COH_LONG_TIMEOUT 86400.0	/* a day: what "until it changes" is sent as */
 #define COH_MIN_MINOR 44		/* FUSE_NOTIFY_INC_EPOCH */

@@ -52,12 +52,10 @@
 #include <unistd.h>
 
 #include "confine_memo.h"
+#include "linux_abi.h"
 #include "lockdep.h"
 #include "log.h"
 
-#ifndef AT_HANDLE_FID
-#define AT_HANDLE_FID 0x200	/* Linux 6.5: the handle fanotify reports */
-#endif
 
 #define MEMO_HANDLE_MAX 48	/* longer handles: no memory (walk) */
 #define MEMO_MAX_COUNT 65536	/* remembered directories; more: forget all */

@@ -74,9 +74,14 @@ static const ufs_handler_fn handlers[] = {
  * transfer to a new owner) without creating an inode: the caller's limits
  * around the whole handler (ident.c).  Data writes take them in their I/O
  * engine; creating calls run as the caller (creds.c).  A SETATTR that only
- * sets times rewrites the inode in place; a chmod may not (ext4 copies an
- * xattr block that files share before it changes the ACL in it).
+ * sets times rewrites the inode in place; anything else it may carry
+ * counts (a chmod: ext4 copies an xattr block that files share before it
+ * changes the ACL in it).
  */
+#define SETATTR_TIMES_ONLY                                                                        \
+	(FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW | FATTR_CTIME | FATTR_FH | \
+	 FATTR_LOCKOWNER)
+
 static bool charged_call(const struct ufs_req *req)
 {
 	const struct fuse_setattr_in *setattr = req->args.op;
@@ -89,7 +94,7 @@ static bool charged_call(const struct ufs_req *req)
 	case FUSE_IOCTL:
 		return true;
 	case FUSE_SETATTR:
-		return setattr->valid & (FATTR_MODE | FATTR_UID | FATTR_GID | FATTR_SIZE);
+		return setattr->valid & ~SETATTR_TIMES_ONLY;
 	default:
 		return false;
 	}

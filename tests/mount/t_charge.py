@@ -532,6 +532,54 @@ def quota_chgrp():
         check_eq(got, native, 'chgrp through the mount')
 
 
+
+def iowq_links(tool, path):
+    """tests/mount/helpers/iowq-drop.c as the test user, a root-made io-wq
+    worker linking path: (worker tid, links made, errno name)."""
+    uid, gid = test_ids()
+    r = subprocess.run([tool, str(uid), str(gid), path, '64'], capture_output=True, text=True,
+                       timeout=60)
+    check_eq((r.returncode, r.stderr.strip()), (0, ''), f'iowq-drop {path}')
+    got = dict(ln.split(' ', 1) for ln in r.stdout.splitlines())
+    made, err = got['made'].split(' err ')
+    return int(got['worker']), int(made), errno.errorcode.get(int(err), 'none')
+
+
+@case(mount=False, user=True, root=True, timeout=120)
+def worker_acting_for_the_caller():
+    """A process that used io_uring as root and dropped to a user keeps a
+    worker thread with root's own credentials, which runs the process's
+    calls with the user's put over them (override_creds): the FUSE request
+    names that worker.  Its links through the mount stop where the user's
+    stop natively (the 7.3 guest, where root holds CAP_SYS_RESOURCE, shows
+    the reserve), and the daemon never asks the worker's own capabilities
+    (capget of it) for the user's request."""
+    ufs.require_daemon()
+    tool = ufs.c_helper('helpers/iowq-drop.c', '-luring')
+    uid, gid = test_ids()
+    with reserve_fs() as src:
+        for side in ('native', 'mount'):
+            os.mkdir(f'{src}/{side}')
+            ufs.write_file(f'{src}/{side}/f', b'')
+            for path in (f'{src}/{side}', f'{src}/{side}/f'):
+                os.chown(path, uid, gid)
+        got = as_test_user(fill_up, f'{src}/filler')
+        check_eq([g[1] for g in got], ['ENOSPC'] * 3, 'filling as the user')
+        os.sync()
+        native = iowq_links(tool, f'{src}/native/f')
+        check_eq(native[2], 'ENOSPC', f'natively the user\'s links stop at ENOSPC: {native}')
+        out = []
+        with ufs.Mount(opts=opts_for(), source=src) as m:
+            trace = ufs.strace_daemon(m, lambda: out.append(iowq_links(tool, f'{m.mnt}/mount/f')),
+                                      '-e', 'trace=capget')
+        worker, made, err = out[0]
+        ufs.diag(f'links natively {native[1:]}, through the mount {(made, err)}')
+        check(err == 'ENOSPC' and made <= native[1] + 2,
+              f'through the mount the user made {made} links ({err}), natively {native[1]}')
+        asked = [ln for ln in trace.splitlines() if f'pid={worker}}}' in ln]
+        check(worker and not asked, f'the daemon asked worker {worker}\'s own capabilities: '
+              f'{asked[:1]}')
+
 # ---- what asking about the caller costs ----
 
 def root_file_calls(mnt, n):

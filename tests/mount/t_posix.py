@@ -368,6 +368,33 @@ def root_without_capabilities(m):
     check_eq(got, want, 'as capability-less root (mount, native)')
 
 
+def userns_chown(d):
+    """As the test user, root in a user namespace of its own (ufs-grp not
+    mapped there): chown its setgid file of group ufs-grp to itself.  The
+    exit status, the error and the file's mode after."""
+    r = subprocess.run(['setpriv', f'--reuid={uid()}', f'--regid={ugid()}', '--clear-groups',
+                        'unshare', '--user', '--map-root-user', 'chown', '0', f'{d}/sg'],
+                       capture_output=True, text=True, timeout=30)
+    if 'unshare failed' in r.stderr:
+        raise ufs.Skip(f'the test user may not make a user namespace here: {r.stderr.strip()}')
+    return r.returncode, r.stderr.strip().replace(d, 'D'), oct(stat.S_IMODE(os.stat(f'{d}/sg').st_mode))
+
+
+@posix_case
+def userns_root_capabilities(m):
+    """A user namespace's root holds CAP_FSETID there, not over files of a
+    group its namespace does not map: its chown of a setgid file of such a
+    group clears the bit, as locally (the daemon asks where the caller's
+    capabilities hold, caller.c)."""
+    ufs.require_daemon('capabilities are the daemon\'s to ask')
+    if not shutil.which('setpriv') or not shutil.which('unshare'):
+        raise ufs.Skip('setpriv or unshare is missing (Debian package util-linux)')
+    w = m.work('userns_root_capabilities')
+    w.setup(lambda d: make(f'{d}/sg', b'x', 0o2664, (uid(), ggid())))
+    got, want = userns_chown(w.mnt), userns_chown(w.ref)
+    check_eq(want, (0, '', '0o664'), 'natively, the chown as the namespace\'s root')
+    check_eq(got, want, 'through the mount, the chown as the namespace\'s root')
+
 def make_group_only_tree(d):
     """Directories the test user may change only through its supplementary
     group ufs-grp: by the directory's group, and by a group ACL entry."""
