@@ -376,7 +376,11 @@ def userns_chown(d):
                         'unshare', '--user', '--map-root-user', 'chown', '0', f'{d}/sg'],
                        capture_output=True, text=True, timeout=30)
     if 'unshare failed' in r.stderr:
-        raise ufs.Skip(f'the test user may not make a user namespace here: {r.stderr.strip()}')
+        a, b = os.stat('/'), os.stat('/proc/1/root/.')
+        why = ('; this process is chrooted, and the kernel refuses a chrooted process a user '
+               'namespace (kernel/user_namespace.c)' if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+               else '')
+        raise ufs.Skip(f'the test user may not make a user namespace here: {r.stderr.strip()}{why}')
     return r.returncode, r.stderr.strip().replace(d, 'D'), oct(stat.S_IMODE(os.stat(f'{d}/sg').st_mode))
 
 
