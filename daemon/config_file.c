@@ -91,8 +91,11 @@ static int config_ini_handler(void *user, const char *section, const char *key, 
 		return 0;
 	}
 	if (strcmp(home, section)) {
-		ini_error(ctx, "key '%s' belongs in [%s], not %s%s%s", key, home,
-			  section[0] ? "[" : "before any [section]", section, section[0] ? "]" : "");
+		if (section[0])
+			ini_error(ctx, "key '%s' belongs in [%s], not [%s]", key, home, section);
+		else
+			ini_error(ctx, "key '%s' belongs in [%s], not before any [section]", key,
+				  home);
 		return 0;
 	}
 	if (!value || !value[0]) {
