@@ -368,6 +368,19 @@ def root_without_capabilities(m):
     check_eq(got, want, 'as capability-less root (mount, native)')
 
 
+def chroot_note():
+    """Why a user namespace may be refused here: the kernel refuses one to a
+    chrooted process (kernel/user_namespace.c, create_user_ns)."""
+    try:
+        a, b = os.stat('/'), os.stat('/proc/1/root/.')
+    except OSError as e:     # in a chroot, /proc/1/root may not be ours to follow
+        return (f' (the kernel refuses one to a chrooted process; whether this one is, '
+                f'/proc/1/root does not say: {e.strerror})')
+    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+        return ' (this process is chrooted, and the kernel refuses a chrooted process one)'
+    return ''
+
+
 def userns_chown(d):
     """As the test user, root in a user namespace of its own (ufs-grp not
     mapped there): chown its setgid file of group ufs-grp to itself.  The
@@ -376,11 +389,8 @@ def userns_chown(d):
                         'unshare', '--user', '--map-root-user', 'chown', '0', f'{d}/sg'],
                        capture_output=True, text=True, timeout=30)
     if 'unshare failed' in r.stderr:
-        a, b = os.stat('/'), os.stat('/proc/1/root/.')
-        why = ('; this process is chrooted, and the kernel refuses a chrooted process a user '
-               'namespace (kernel/user_namespace.c)' if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
-               else '')
-        raise ufs.Skip(f'the test user may not make a user namespace here: {r.stderr.strip()}{why}')
+        raise ufs.Skip(f'the test user may not make a user namespace here: {r.stderr.strip()}'
+                       f'{chroot_note()}')
     return r.returncode, r.stderr.strip().replace(d, 'D'), oct(stat.S_IMODE(os.stat(f'{d}/sg').st_mode))
 
 
