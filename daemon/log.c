@@ -14,6 +14,8 @@
 
 static enum ufs_log_level log_level = UFS_LOG_INFO;
 static enum ufs_log_target log_target = UFS_LOG_TARGET_STDERR;
+/* Until the daemon detaches: warnings and errors to stderr too (ufs_log_detaching). */
+static bool log_echo_stderr;
 
 void ufs_log_set_level(enum ufs_log_level level)
 {
@@ -27,9 +29,16 @@ enum ufs_log_level ufs_log_get_level(void)
 
 void ufs_log_set_target(enum ufs_log_target target)
 {
-	if (target == UFS_LOG_TARGET_SYSLOG)
+	if (target == UFS_LOG_TARGET_SYSLOG && log_target != UFS_LOG_TARGET_SYSLOG)
 		openlog("uringfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_target = target;
+	log_echo_stderr = false;
+}
+
+void ufs_log_detaching(void)
+{
+	ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
+	log_echo_stderr = true;
 }
 
 void ufs_log_reopen(void)
@@ -72,14 +81,22 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	if (log_target == UFS_LOG_TARGET_SYSLOG) {
-		vsyslog(level, fmt, ap);
-		va_end(ap);
-		errno = saved_errno;
-		return;
+		va_list copy;
+
+		va_copy(copy, ap);
+		vsyslog(level, fmt, copy);
+		va_end(copy);
+		/* A warning or an error before detaching is the caller's to see, too. */
+		if (!log_echo_stderr || level > UFS_LOG_WARN) {
+			va_end(ap);
+			errno = saved_errno;
+			return;
+		}
+		errno = saved_errno;	/* for %m */
 	}
 	if (log_target == UFS_LOG_TARGET_JOURNAL)
 		n = snprintf(line, sizeof(line), "<%d>", level);
-	else
+	else	/* stderr, or syslog's echo before detaching */
 		n = snprintf(line, sizeof(line), "uringfs: %s: ", log_level_name(level));
 	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Logging: stderr in the foreground, stderr with <N> priority prefixes under
- * systemd (journald reads them), syslog when detached.
+ * systemd (journald reads them), syslog when detached.  A daemon that will
+ * detach logs to syslog from the start, so a mount is quiet on success:
+ * only warnings and errors reach the caller's stderr as well.
  */
 #ifndef UFS_LOG_H
 #define UFS_LOG_H
@@ -25,7 +27,10 @@ enum ufs_log_target {
 
 void ufs_log_set_level(enum ufs_log_level level);
 enum ufs_log_level ufs_log_get_level(void);
+/* Also ends ufs_log_detaching()'s echo: the daemon has detached. */
 void ufs_log_set_target(enum ufs_log_target target);
+/* Syslog, warnings and errors echoed to stderr: a daemon about to detach. */
+void ufs_log_detaching(void);
 /* SIGHUP: reconnect to syslog (after a syslog daemon restart); a no-op elsewhere. */
 void ufs_log_reopen(void);
 bool ufs_log_enabled(enum ufs_log_level level);

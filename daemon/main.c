@@ -178,7 +178,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	listen_fd = ufs_handover_listen(d);
 	log_serving(d);
 	if (!d->foreground && !ufs_notify_under_systemd(&d->notify))
-		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
+		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);	/* detached: no more echo */
 	ufs_process_detach_done(ready_fd, 0, ufs_notify_under_systemd(&d->notify));
 	ufs_fdstore_keep(d);
 	ufs_inherit_release(&d->handover.inherit);
@@ -260,9 +260,16 @@ int main(int argc, char **argv)
 		if (ufs_handover_map(d))
 			return 1;
 	}
-	/* journald reads <N> priority prefixes from stderr, with or without -f. */
+	/*
+	 * journald reads <N> priority prefixes from stderr, with or without -f.
+	 * A daemon that detaches logs to syslog from here on, so a mount that
+	 * works prints nothing (mount(8), fstests and scripts read stderr);
+	 * warnings and errors reach the caller's stderr too until it detaches.
+	 */
 	if (ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_JOURNAL);
+	else if (!d->foreground)
+		ufs_log_detaching();
 	/*
 	 * An inherited mount point is the mount itself, served by nobody yet,
 	 * and so is one a dead daemon left (start_fresh takes it away): not
