@@ -103,6 +103,7 @@ struct ufs_daemon {
 	enum ufs_zero_copy_state zero_copy_state;
 	unsigned int zc_queues;		/* queues the kernel granted zero copy */
 	unsigned int nr_queues;		/* io_uring queues, 0 on /dev/fuse */
+	const char *cfr_why;		/* why copy_file_range is not on the ring, or NULL */
 
 	cpu_set_t cpus;			/* CPUs of its threads: cpus=, else its start affinity */
 	unsigned int nworkers;		/* workers serving requests */

@@ -84,6 +84,25 @@ static void put_cache(FILE *f, const struct ufs_coherence *c)
 	put_u64(f, "coherence_overflows", load(&c->overflows));
 }
 
+/*
+ * What the start-up lines say and the lines above do not: a detached
+ * daemon's start-up lines go to syslog only, so --stats must show them.
+ */
+static void put_start(FILE *f, struct ufs_daemon *d)
+{
+	const char *why = "none";
+
+	/* The kernel offered io_uring and the ring failed: served over /dev/fuse. */
+	if (d->transport == UFS_TRANSPORT_DEV)
+		why = d->conn.uring ? "setup-failed" :
+		      d->conn.uring_off_reason ? d->conn.uring_off_reason : "none";
+	fprintf(f, "version %s\n", PACKAGE_VERSION);
+	fprintf(f, "config %s\n", d->cfg.config_path[0] ? d->cfg.config_path : "none");
+	put_u64(f, "max_write", d->conn.max_write);
+	fprintf(f, "transport_reason %s\n", why);
+	fprintf(f, "cfr_reason %s\n", d->cfr_why ? d->cfr_why : "none");
+}
+
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 {
 	struct ufs_stats total;
@@ -107,6 +126,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	fprintf(f, "passthrough %s\n", d->fs.zero_copy && d->fs.pt.state == UFS_PT_ON ?
 		"unused" : ufs_passthrough_state_name(d->fs.pt.state));
 	fprintf(f, "protocol 7.%u\n", d->conn.minor);
+	put_start(f, d);
 	put_counters(f, "", &total);
 	put_u64(f, "bad_requests", total.bad_requests);
 	put_u64(f, "interrupts", total.interrupts);

@@ -68,6 +68,7 @@ static int copy_mode_choose(struct ufs_daemon *d, bool ring_transport)
 		return -EOPNOTSUPP;
 	}
 	d->fs.copies.mode = ufs_copy_mode_resolve(want, ring_ok);
+	d->cfr_why = ring_ok || want != UFS_CFR_AUTO ? NULL : why;	/* for --stats */
 	if (ring_transport && !ring_ok && want == UFS_CFR_AUTO)
 		ufs_info("copy_file_range: %s (no ring opcode: %s)",
 			 ufs_cfr_mode_name(d->fs.copies.mode), why);

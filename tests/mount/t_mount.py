@@ -388,7 +388,9 @@ def daemon_pids(mnt):
 @case(mount=False)
 def detached_daemon():
     """Without -f the daemon returns once the mount serves, and its detached
-    process serves everything until the unmount, then exits."""
+    process serves everything until the unmount, then exits.  It says
+    nothing on stderr (its start-up lines go to syslog): what it chose is
+    in --stats."""
     ufs.require_daemon()
     src, mnt = ufs.scratch_dir('dsrc'), ufs.scratch_dir('dmnt')
     opts = ufs.config().opts
@@ -397,6 +399,14 @@ def detached_daemon():
     check_eq(r.returncode, 0, f'foreground part exit status (stderr: {r.stderr})')
     try:
         check(ufs.mount_entry(mnt) is not None, 'not mounted when the command returned')
+        check_eq(r.stderr, '', 'stderr of a start that works')
+        st = subprocess.run([ufs.config().daemon, '--stats', mnt], capture_output=True, text=True,
+                            timeout=30)
+        stats = dict(line.split(' ', 1) for line in st.stdout.splitlines() if ' ' in line)
+        for key in ('transport', 'workers', 'queue_mode', 'zero_copy', 'passthrough', 'cfr_mode',
+                    'cfr_reason', 'cache', 'protocol', 'max_write', 'version', 'config',
+                    'transport_reason'):
+            check(key in stats, f'--stats has no {key}: {st.stdout[:300]!r} {st.stderr!r}')
         pids = daemon_pids(mnt)
         check_eq(len(pids), 1, f'detached daemons for {mnt}')
         ufs.write_file(f'{mnt}/f', b'detached')
