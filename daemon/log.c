@@ -92,11 +92,12 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...)
 			errno = saved_errno;
 			return;
 		}
-		errno = saved_errno;	/* for %m */
+		/* Restored for %m. */
+		errno = saved_errno;
 	}
 	if (log_target == UFS_LOG_TARGET_JOURNAL)
 		n = snprintf(line, sizeof(line), "<%d>", level);
-	else	/* stderr, or syslog's echo before detaching */
+	else
 		n = snprintf(line, sizeof(line), "uringfs: %s: ", log_level_name(level));
 	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
