@@ -29,21 +29,23 @@ enum ufs_log_level ufs_log_get_level(void)
 
 void ufs_log_set_target(enum ufs_log_target target)
 {
-	if (target == UFS_LOG_TARGET_SYSLOG && log_target != UFS_LOG_TARGET_SYSLOG)
+	/* Workers may log meanwhile (the target changes once they serve): atomics. */
+	if (target == UFS_LOG_TARGET_SYSLOG &&
+	    __atomic_load_n(&log_target, __ATOMIC_RELAXED) != UFS_LOG_TARGET_SYSLOG)
 		openlog("uringfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
-	log_target = target;
-	log_echo_stderr = false;
+	__atomic_store_n(&log_echo_stderr, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_target, target, __ATOMIC_RELEASE);
 }
 
 void ufs_log_detaching(void)
 {
 	ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);
-	log_echo_stderr = true;
+	__atomic_store_n(&log_echo_stderr, true, __ATOMIC_RELAXED);
 }
 
 void ufs_log_reopen(void)
 {
-	if (log_target != UFS_LOG_TARGET_SYSLOG)
+	if (__atomic_load_n(&log_target, __ATOMIC_RELAXED) != UFS_LOG_TARGET_SYSLOG)
 		return;
 	closelog();
 	openlog("uringfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
@@ -74,20 +76,21 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...)
 	char line[1024];
 	int saved_errno = errno;
 	va_list ap;
+	enum ufs_log_target target = __atomic_load_n(&log_target, __ATOMIC_ACQUIRE);
 	int n = 0;
 
 	if (!ufs_log_enabled(level))
 		return;
 
 	va_start(ap, fmt);
-	if (log_target == UFS_LOG_TARGET_SYSLOG) {
+	if (target == UFS_LOG_TARGET_SYSLOG) {
 		va_list copy;
 
 		va_copy(copy, ap);
 		vsyslog(level, fmt, copy);
 		va_end(copy);
 		/* A warning or an error before detaching is the caller's to see, too. */
-		if (!log_echo_stderr || level > UFS_LOG_WARN) {
+		if (!__atomic_load_n(&log_echo_stderr, __ATOMIC_RELAXED) || level > UFS_LOG_WARN) {
 			va_end(ap);
 			errno = saved_errno;
 			return;
@@ -95,7 +98,7 @@ void ufs_log(enum ufs_log_level level, const char *fmt, ...)
 		/* Restored for %m. */
 		errno = saved_errno;
 	}
-	if (log_target == UFS_LOG_TARGET_JOURNAL)
+	if (target == UFS_LOG_TARGET_JOURNAL)
 		n = snprintf(line, sizeof(line), "<%d>", level);
 	else
 		n = snprintf(line, sizeof(line), "uringfs: %s: ", log_level_name(level));
