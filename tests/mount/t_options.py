@@ -153,6 +153,17 @@ def read_all(path):
         return f.read()
 
 
+def wait_serving(m):
+    """Until the daemon says it serves: all its queues registered.  An unmount
+    while REGISTERs are still in flight ends the daemon with status 1 (slow
+    under ASan; see the report of issue 27 item 4)."""
+    deadline = time.monotonic() + 30
+    while ' serving ' not in m.log_text() and time.monotonic() < deadline:
+        check(m.alive(), 'the daemon ended' + m.log_tail())
+        time.sleep(0.05)
+    check(' serving ' in m.log_text(), 'the daemon does not serve after 30 s' + m.log_tail())
+
+
 def mounted(opts, label, variant_first=True):
     """A scenario's Mount: the variant's options first, so the scenario's win."""
     cfg = ufs.config()
@@ -172,6 +183,7 @@ def base():
     if _base is not None:
         return _base
     with mounted('', 'base') as m:
+        wait_serving(m)
         c = Ctx(m, None)
         b = {'init': c.init(), 'stats': c.stats(), 'entry': c.entry(), 'log': m.log_text()}
         b['exe_runs'] = subprocess.run([c.p('exe')]).returncode == 0
@@ -629,6 +641,7 @@ def run_scenario(scenario, extra='', variant_first=True, setup=None):
         m.opts = setup(m)
     failures = []
     with m:
+        wait_serving(m)
         c = Ctx(m, b)
         if 'stats_file=ctl' in m.opts:
             c.stats_name = 'ctl'
@@ -694,6 +707,8 @@ def own_config():
             time.sleep(0.05)
         check(ufs.mount_entry(mnt), f'no mount with -o {opts}: ' + read_all(f'{base_dir}/log')
               .decode(errors='replace'))
+        while b' serving ' not in read_all(f'{base_dir}/log') and time.monotonic() < deadline + 30:
+            time.sleep(0.05)
         check(os.path.exists(f'{mnt}/viaconf'), 'config=FILE: its stats_file is not there')
         subprocess.run(['fusermount3', '-u', mnt], check=True)
         check_eq(proc.wait(ufs.EXIT_TIMEOUT), 0, 'exit status')
@@ -770,6 +785,7 @@ def run_own(name, probe):
         one_line_refusal(p.opt, f'-o {p.opt}')
         return
     with m:
+        wait_serving(m)
         probe(Ctx(m, base()))
 
 
