@@ -820,3 +820,28 @@ def own_auto_unmount():
         check(ufs.mount_entry(m.mnt) is None, 'the mount of a killed daemon stayed')
     finally:
         m.abort()
+
+
+@case(mount=False, user=True)
+def nosymfollow_refused_for_a_user():
+    """An ordinary user's daemon cannot set MOUNT_ATTR_NOSYMFOLLOW on its
+    fusermount3 mount: nosymfollow is refused with one line, and no mount stays."""
+    ufs.require_daemon()
+    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'nosymfollow'), user=ufs.TEST_USER,
+                  variant=False)
+    try:
+        try:
+            m.start()   # the mount may show for a moment: the refusal comes after it
+        except ufs.HarnessError:
+            pass
+        rc = m.proc.wait(ufs.EXIT_TIMEOUT) if m.proc else None
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        m.abort()
+    check(rc not in (None, 0), f'a user daemon with nosymfollow: exit status {rc}')
+    lines = [line for line in m.log_text().splitlines()
+             if line.startswith('uringfs: ') and ' info: ' not in line and ' warn: ' not in line]
+    check_eq(len(lines), 1, f'error lines ({lines})')
+    check('nosymfollow' in lines[0], f'the error does not name nosymfollow: {lines[0]!r}')
+    check(ufs.mount_entry(m.mnt) is None, 'the mount stayed')
