@@ -786,9 +786,13 @@ def run_own(name, probe):
         # Refused: the start-up failure is one line naming the option.
         one_line_refusal(p.opt, f'-o {p.opt}')
         return
-    with m:
+    try:
         wait_serving(m)
         probe(Ctx(m, base()))
+    except BaseException:
+        m.abort()
+        raise
+    m.stop()
 
 
 @case(mount=False)
