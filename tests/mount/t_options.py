@@ -441,10 +441,6 @@ def p_subtype_uringfs(c):
     check_eq(c.entry().fstype, ufs.FSTYPE, 'fstype')
 
 
-def p_config_file(c):
-    check(os.path.exists(c.p('viaconf')), 'config=FILE: its stats_file is not there')
-
-
 def p_mount8_word(c):
     """Words for mount(8), fstab and systemd: the daemon takes them so an fstab
     line works; they change nothing it serves (mount(8) acts on them)."""
