@@ -63,6 +63,14 @@ int ufs_init_exchange(struct ufs_daemon *d)
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
 		return -EOPNOTSUPP;
 	}
+	/* The size of a buffer pool no queue has would be taken and do nothing. */
+	if (d->cfg.bufpool_buffers && !d->conn.uring_bufpool) {
+		ufs_err("bufpool_buffers=%u, but %s", d->cfg.bufpool_buffers,
+			!d->conn.uring ? d->conn.uring_off_reason :
+			"the kernel has no FUSE-over-io_uring buffer pools (Linux 7.3 needed)");
+		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);
+		return -EOPNOTSUPP;
+	}
 	if (d->cfg.io_path == UFS_IO_PATH_PASSTHROUGH && !d->conn.passthrough) {
 		ufs_err("io_path=passthrough, but %s", d->conn.passthrough_off_reason);
 		ufs_dev_write_reply(d->fuse_fd, buf.h.unique, -EPROTO, NULL, 0);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,16 +44,20 @@ static const char *const atime_refused_words[] = {
 	"strictatime", "norelatime", "lazytime", NULL,
 };
 
-/* Options with a value that libfuse passes to the kernel. */
+/*
+ * Options with a value that libfuse passes to the kernel.  Not blksize
+ * (fs/fuse/inode.c takes it only for fuseblk: every mount would fail) and
+ * not subtype (the mount must stay fuse.uringfs: the daemon, --stats and
+ * the hand-over find their mount by that type); both are refused below.
+ */
 static const char *const kernel_keys[] = {
-	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
-	"rootcontext", NULL,
+	"fsname", "max_read", "context", "fscontext", "defcontext", "rootcontext", NULL,
 };
 
 /* Words that only mean something to mount(8), fstab or systemd. */
 static const char *const quiet_words[] = {
 	"defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "owner",
-	"group", "nobootwait", "nosymfollow", NULL,
+	"group", "nobootwait", NULL,
 };
 
 static bool in_list(const char *const *list, const char *word)
@@ -133,6 +138,28 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	}
 	if (!value && !strcmp(opt, "noatime"))
 		mo->noatime = mo->nodiratime = true;	/* and on to the kernel below */
+	/* The last word wins, as mount(8) has it: "noatime,atime" is atime. */
+	if (!value && !strcmp(opt, "atime"))
+		mo->noatime = mo->nodiratime = false;	/* and on to the kernel below */
+	if (!value && !strcmp(opt, "diratime"))
+		mo->nodiratime = false;
+	/* The kernel's FUSE mount takes no MS_NOSYMFOLLOW: set on the mount after it. */
+	if (!value && (!strcmp(opt, "nosymfollow") || !strcmp(opt, "symfollow"))) {
+		mo->nosymfollow = !strcmp(opt, "nosymfollow");
+		return 0;
+	}
+	if (value && !strcmp(opt, "subtype") && strcmp(value, "uringfs")) {
+		error_set(err, "mount option subtype=%s: the mount's type stays fuse.uringfs "
+			       "(the daemon finds its mount by it)", value);
+		return -EINVAL;
+	}
+	if (value && !strcmp(opt, "subtype"))
+		return 0;	/* the one the daemon sets anyway */
+	if (value && !strcmp(opt, "blksize")) {
+		error_set(err, "mount option blksize=%s: only a fuseblk mount takes it, and "
+			       "uringfs is not one", value);
+		return -EINVAL;
+	}
 	/* The kernel's word is the last one; libfuse mounts nosuid unless told. */
 	if (!value && (!strcmp(opt, "suid") || !strcmp(opt, "nosuid")))
 		mo->suid = !strcmp(opt, "suid");	/* and on to the kernel below */
@@ -197,12 +224,26 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 	}
 }
 
+/* libfuse's error lines while mounting, folded into the one error line. */
+static char mount_failure[256];
+static bool mount_failure_catch;
+
 static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	char line[512];
 
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
+	if (mount_failure_catch && level <= FUSE_LOG_ERR) {
+		size_t n = strlen(mount_failure), len = strlen(line);
+
+		if (n + 2 + len < sizeof(mount_failure)) {
+			if (n)
+				memcpy(mount_failure + n, "; ", 2), n += 2;
+			memcpy(mount_failure + n, line, len + 1);
+		}
+		return;
+	}
 	ufs_log(level <= FUSE_LOG_ERR ? UFS_LOG_ERR : UFS_LOG_DEBUG, "libfuse: %s", line);
 }
 
@@ -456,6 +497,52 @@ void ufs_mount_kernel_options(const struct ufs_config *cfg, const struct ufs_mou
 		 mo->kernel[0] ? "" : "-");
 }
 
+#ifndef MOUNT_ATTR_NOSYMFOLLOW
+#define MOUNT_ATTR_NOSYMFOLLOW 0x00200000
+#endif
+
+/* struct mount_attr of <linux/mount.h>, which clashes with <sys/mount.h> on glibc 2.36. */
+struct ufs_mount_attr {
+	unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
+
+/*
+ * nosymfollow: the kernel's FUSE mount (fusermount3, libfuse 3.14) passes no
+ * MS_NOSYMFOLLOW, so set MOUNT_ATTR_NOSYMFOLLOW on the new mount with
+ * mount_setattr(2) (Linux 5.12), by a descriptor checked to be on this very
+ * mount (as detach_as_root does).  O_PATH sends the connection no request:
+ * INIT is not answered yet.  Needs CAP_SYS_ADMIN over the mount: an
+ * ordinary user's mount is refused with one line.
+ */
+static int mount_set_nosymfollow(struct ufs_mount *m, struct ufs_config_error *err)
+{
+	struct ufs_mount_attr attr = { .attr_set = MOUNT_ATTR_NOSYMFOLLOW };
+	struct mount_query q = { .real = m->real, .minor = -1 };
+	int fd, ret = 0;
+
+	fd = open(m->real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		error_set(err, "mount option nosymfollow: cannot open %s: %s", m->real,
+			  strerror(-ret));
+		return ret;
+	}
+	q.id = fd_mount_id(fd);
+	if (q.id)
+		mountinfo_walk(mount_query_line, &q);
+	if (q.minor < 0 || !m->conn_id || q.minor != (long)m->conn_id)
+		ret = -ESTALE;
+	else if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
+		ret = -errno;
+	close(fd);
+	if (ret)
+		error_set(err, "mount option nosymfollow: cannot set it on %s: %s%s", m->real,
+			  ret == -ESTALE ? "the mount changed under it" : strerror(-ret),
+			  ret == -EPERM ? " (the FUSE mount takes it only through mount_setattr, "
+					  "which needs root)" : "");
+	return ret;
+}
+
 int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 	      const struct ufs_config *cfg, const struct ufs_mount_opts *mo,
 	      struct ufs_config_error *err)
@@ -491,9 +578,14 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (fuse_session_mount(m->se, mountpoint)) {
-		error_set(err, "cannot mount %s on %s (see the libfuse message above)", source,
-			  mountpoint);
+	mount_failure[0] = '\0';
+	mount_failure_catch = true;
+	ret = fuse_session_mount(m->se, mountpoint);
+	mount_failure_catch = false;
+	if (ret) {
+		/* One line, naming the options the kernel may have refused. */
+		error_set(err, "cannot mount %s on %s with options %s: %s", source, mountpoint,
+			  opts, mount_failure[0] ? mount_failure : "libfuse gave no reason");
 		fuse_session_destroy(m->se);
 		m->se = NULL;
 		ret = -EIO;
@@ -502,7 +594,14 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 	m->fd = fuse_session_fd(m->se);
 	snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", mountpoint);
 	mount_identify(m);
-	ret = 0;
+	ret = mo->nosymfollow ? mount_set_nosymfollow(m, err) : 0;
+	if (ret) {
+		fuse_session_unmount(m->se);
+		fuse_session_destroy(m->se);
+		m->se = NULL;
+		m->fd = -1;
+		m->mountpoint[0] = '\0';
+	}
 out:
 	if (ret == -ENOMEM)
 		error_set(err, "out of memory");

@@ -22,6 +22,7 @@ struct ufs_mount_opts {
 	bool noatime;		/* backing files are opened O_NOATIME */
 	bool nodiratime;	/* backing directories are */
 	bool suid;		/* set-id bits take effect at exec through the mount */
+	bool nosymfollow;	/* MOUNT_ATTR_NOSYMFOLLOW, set after the mount */
 };
 
 /*

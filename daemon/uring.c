@@ -261,10 +261,11 @@ int ufs_uring_start(struct ufs_daemon *d)
 	if (u->inherited)
 		ufs_info("io_uring: registered %u entries beside the predecessor's on its live "
 			 "connection", u->nrws ? u->nr_queues * (u->depth + RING_RESERVE) : 0);
+	/* pool_buffers: bufpool_buffers as taken, shown where it takes effect. */
 	ufs_info("transport: io_uring=on queues=%u workers=%u depth=%u+%u queue_mode=%s "
-		 "payload=%zu", u->nr_queues, u->nrws, u->depth, RING_RESERVE,
+		 "payload=%zu%s%.0u", u->nr_queues, u->nrws, u->depth, RING_RESERVE,
 		 ufs_queue_mode_name(d->queue_mode),
-		 u->max_payload);
+		 u->max_payload, u->bufpool ? " pool_buffers=" : "", u->bufpool ? u->pool_bufs : 0);
 	return 0;
 }
 

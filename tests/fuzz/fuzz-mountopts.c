@@ -26,9 +26,9 @@ static const char *const kernel_flags[] = {
 	"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
 	"atime", "noatime", "dirsync", "auto_unmount", NULL,
 };
+/* Not subtype (only subtype=uringfs is taken, and the daemon sets it) nor blksize (refused). */
 static const char *const kernel_keys[] = {
-	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
-	"rootcontext", NULL,
+	"fsname", "max_read", "context", "fscontext", "defcontext", "rootcontext", NULL,
 };
 
 /* Settings the harness knows the value of: whole numbers, and max_write with a suffix. */

@@ -52,6 +52,23 @@ int main(void)
 	is_int(parse("lazytime", &cfg, &mo, &err), -EINVAL, "lazytime refused");
 	is_int(parse("norelatime", &cfg, &mo, &err), -EINVAL, "norelatime refused");
 
+	/* The last word wins, as mount(8) has it. */
+	is_int(parse("noatime,atime", &cfg, &mo, &err), 0, "noatime,atime");
+	ok(!mo.noatime && !mo.nodiratime, "atime undoes noatime");
+	is_int(parse("nodiratime,diratime", &cfg, &mo, &err), 0, "nodiratime,diratime");
+	ok(!mo.nodiratime, "diratime undoes nodiratime");
+	is_int(parse("nosymfollow", &cfg, &mo, &err), 0, "nosymfollow");
+	ok(mo.nosymfollow, "nosymfollow kept for mount_setattr");
+	is_str(mo.kernel, "", "nosymfollow does not reach libfuse");
+	is_int(parse("nosymfollow,symfollow", &cfg, &mo, &err), 0, "symfollow");
+	ok(!mo.nosymfollow, "symfollow undoes nosymfollow");
+	is_int(parse("subtype=other", &cfg, &mo, &err), -EINVAL, "subtype=other refused");
+	ok(strstr(err.msg, "subtype=other") != NULL, "the message names it: %s", err.msg);
+	is_int(parse("subtype=uringfs", &cfg, &mo, &err), 0, "subtype=uringfs");
+	is_str(mo.kernel, "", "subtype=uringfs: the daemon sets it anyway");
+	is_int(parse("blksize=4096", &cfg, &mo, &err), -EINVAL, "blksize refused");
+	ok(strstr(err.msg, "blksize") != NULL, "the message names it: %s", err.msg);
+
 	is_int(parse("cpus=0\\,1", &cfg, &mo, &err), 0, "escaped comma in a value");
 	is_str(cfg.cpus, "0,1", "cpus=0,1 via \\,");
 	is_int(cfg.cpu_count, 2, "two CPUs");
