@@ -16,6 +16,7 @@
 #include "config_check.h"
 #include "config_file.h"
 #include "handover_status.h"
+#include "remount.h"
 #include "stats_prom.h"
 
 enum {
@@ -127,7 +128,10 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 			cli->debug = true;
 			break;
 		case 'o':
-			if (ufs_mount_opts_parse(optarg, &d->cfg, &d->mount_opts, &err)) {
+			/* mount(8)'s remount: the mount table's options, kept as they are. */
+			cli->remount = cli->remount || ufs_remount_asked(optarg);
+			if (!cli->remount &&
+			    ufs_mount_opts_parse(optarg, &d->cfg, &d->mount_opts, &err)) {
 				fprintf(stderr, "uringfs: %s\n", err.msg);
 				return 1;
 			}
