@@ -121,7 +121,8 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 	for (size_t i = 0; i < FLAG_COUNT; i++) {
 		if (flags[i].fixed && (ms & flags[i].ms) != (now & flags[i].ms)) {
 			fprintf(stderr,
-				"uringfs: remount: %s cannot change on a live mount (the daemon serves "
+				"uringfs: remount: %s cannot change on a live mount (the daemon "
+				"serves "
 				"by it): unmount and mount again\n",
 				ms & flags[i].ms ? flags[i].set : flags[i].clear);
 			return 1;
