@@ -50,22 +50,15 @@ static const struct remount_flag flags[] = {
 
 #define FLAG_COUNT (sizeof(flags) / sizeof(flags[0]))
 
-/* One word's effect on *ms: true if it is a flag word. */
-static bool remount_word(const char *word, unsigned long *ms, unsigned long *named)
+/* One word's effect on *ms; a word that is no mount flag has none. */
+static void remount_word(const char *word, unsigned long *ms)
 {
 	for (size_t i = 0; i < FLAG_COUNT; i++) {
-		if (!strcmp(word, flags[i].set)) {
+		if (!strcmp(word, flags[i].set))
 			*ms |= flags[i].ms;
-			*named |= flags[i].ms;
-			return true;
-		}
-		if (flags[i].clear && !strcmp(word, flags[i].clear)) {
+		else if (flags[i].clear && !strcmp(word, flags[i].clear))
 			*ms &= ~flags[i].ms;
-			*named |= flags[i].ms;
-			return true;
-		}
 	}
-	return false;
 }
 
 bool ufs_remount_asked(const char *optstr)
@@ -81,7 +74,7 @@ bool ufs_remount_asked(const char *optstr)
 }
 
 /* The words of optstr that are mount flags, into *ms (the rest is left as it is). */
-static void remount_flags(const char *optstr, unsigned long *ms, unsigned long *named)
+static void remount_flags(const char *optstr, unsigned long *ms)
 {
 	char word[64];
 
@@ -91,7 +84,7 @@ static void remount_flags(const char *optstr, unsigned long *ms, unsigned long *
 		if (len < sizeof(word)) {
 			memcpy(word, p, len);
 			word[len] = '\0';
-			remount_word(word, ms, named);
+			remount_word(word, ms);
 		}
 		p += len + (p[len] == ',');
 	}
@@ -99,7 +92,7 @@ static void remount_flags(const char *optstr, unsigned long *ms, unsigned long *
 
 int ufs_remount(const char *mountpoint, const char *optstr)
 {
-	unsigned long ms = 0, named = 0, now = 0;
+	unsigned long ms, now = 0;
 	char real[PATH_MAX];
 	struct statvfs sv;
 
@@ -117,13 +110,12 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 			now |= flags[i].ms;
 	}
 	ms = now;
-	remount_flags(optstr, &ms, &named);
+	remount_flags(optstr, &ms);
 	for (size_t i = 0; i < FLAG_COUNT; i++) {
 		if (flags[i].fixed && (ms & flags[i].ms) != (now & flags[i].ms)) {
 			fprintf(stderr,
-				"uringfs: remount: %s cannot change on a live mount (the daemon "
-				"serves "
-				"by it): unmount and mount again\n",
+				"uringfs: remount: %s cannot change on a live mount "
+				"(the daemon serves by it): unmount and mount again\n",
 				ms & flags[i].ms ? flags[i].set : flags[i].clear);
 			return 1;
 		}
