@@ -16,7 +16,6 @@
 #include "config_check.h"
 #include "config_file.h"
 #include "handover_status.h"
-#include "remount.h"
 #include "stats_prom.h"
 
 enum {
@@ -128,13 +127,7 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 			cli->debug = true;
 			break;
 		case 'o':
-			/* mount(8)'s remount: the mount table's options, kept as they are. */
-			cli->remount = cli->remount || ufs_remount_asked(optarg);
-			if (!cli->remount &&
-			    ufs_mount_opts_parse(optarg, &d->cfg, &d->mount_opts, &err)) {
-				fprintf(stderr, "uringfs: %s\n", err.msg);
-				return 1;
-			}
+			/* Parsed after the loop: a remount is known only then. */
 			if (strlen(cli->settings) + strlen(optarg) + 2 > sizeof(cli->settings)) {
 				fprintf(stderr, "uringfs: -o: too long\n");
 				return 1;
@@ -184,6 +177,22 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	}
 	if (cli->debug && cli_set(d, "log_level", "debug"))
 		return 1;
+	if (cli->settings[0] && ufs_mount_opts_parse(cli->settings, &d->cfg, &d->mount_opts, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return 1;
+	}
+	cli->remount = d->mount_opts.remount;
+	if (cli->remount && (cli->take_over || cli->print_config || cli->check_config ||
+			     cli->stats_mountpoint)) {
+		fprintf(stderr, "uringfs: -o remount is mount(8)'s remount of a live mount: "
+				"not with --take-over, --print-config, --check-config or --stats\n");
+		return 1;
+	}
+	if (!cli->remount && d->mount_opts.nosymfollow && geteuid()) {
+		fprintf(stderr, "uringfs: mount option nosymfollow: only root can set it "
+				"(fusermount3 does not)\n");
+		return 1;
+	}
 	if (format_given && !cli->stats_mountpoint) {
 		fprintf(stderr, "uringfs: --format is for --stats\n");
 		return 1;

@@ -114,6 +114,10 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 		return -EIO;
 	}
 	d->fuse_fd = d->mnt.fd;
+	if (d->mount_opts.nosymfollow && ufs_remount_nosymfollow(&d->mnt, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return -EIO;
+	}
 	/* A successor finds every node id by its file handle: none, no hand-over. */
 	if (d->cfg.handover && !d->fs.inodes.handles.usable) {
 		ufs_warn("handover: %s gives no file handles (inode_handles): a successor could "

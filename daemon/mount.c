@@ -52,7 +52,7 @@ static const char *const kernel_keys[] = {
 /* Words that only mean something to mount(8), fstab or systemd. */
 static const char *const quiet_words[] = {
 	"defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "owner",
-	"group", "nobootwait", "nosymfollow", NULL,
+	"group", "nobootwait", NULL,
 };
 
 static bool in_list(const char *const *list, const char *word)
@@ -136,6 +136,15 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	/* The kernel's word is the last one; libfuse mounts nosuid unless told. */
 	if (!value && (!strcmp(opt, "suid") || !strcmp(opt, "nosuid")))
 		mo->suid = !strcmp(opt, "suid");	/* and on to the kernel below */
+	if (!value && !strcmp(opt, "remount")) {
+		mo->remount = true;
+		return 0;
+	}
+	/* Not a libfuse word: set on the mount after mount(2) (remount.c). */
+	if (!value && (!strcmp(opt, "nosymfollow") || !strcmp(opt, "symfollow"))) {
+		mo->nosymfollow = !strcmp(opt, "nosymfollow");
+		return 0;
+	}
 	if (!value && !strcmp(opt, "nodiratime")) {
 		mo->nodiratime = true;
 		return 0;
@@ -163,8 +172,8 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	return -EINVAL;
 }
 
-int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
-			 struct ufs_config_error *err)
+int ufs_mount_opts_each(const char *optstr, int (*fn)(char *word, void *arg), void *arg,
+			struct ufs_config_error *err)
 {
 	char word[PATH_MAX + 64];
 	size_t n = 0;
@@ -183,7 +192,7 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 			p++;	/* "\," is a comma inside a value */
 		else if (*p == ',' || !*p) {
 			word[n] = '\0';
-			ret = parse_one(word, cfg, mo, err);
+			ret = fn(word, arg);
 			if (ret || !*p)
 				return ret;
 			n = 0;
@@ -195,6 +204,27 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 		}
 		word[n++] = *p;
 	}
+}
+
+struct opts_parse {
+	struct ufs_config *cfg;
+	struct ufs_mount_opts *mo;
+	struct ufs_config_error *err;
+};
+
+static int opts_parse_word(char *word, void *arg)
+{
+	struct opts_parse *a = arg;
+
+	return parse_one(word, a->cfg, a->mo, a->err);
+}
+
+int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
+			 struct ufs_config_error *err)
+{
+	struct opts_parse a = { .cfg = cfg, .mo = mo, .err = err };
+
+	return ufs_mount_opts_each(optstr, opts_parse_word, &a, err);
 }
 
 static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
@@ -397,6 +427,37 @@ static unsigned int fd_mount_id(int fd)
 		;
 	fclose(f);
 	return id;
+}
+
+struct mount_by_id {
+	unsigned int id;
+	long minor;			/* out: -1 if not a uringfs mount */
+	char *super;
+	size_t len;
+};
+
+static bool mount_by_id_line(const struct mountinfo_line *mi, void *arg)
+{
+	struct mount_by_id *q = arg;
+
+	if (mi->id != q->id)
+		return true;
+	if (!mi->major && !strcmp(mi->type, "fuse.uringfs")) {
+		q->minor = mi->minor;
+		snprintf(q->super, q->len, "%s", mi->super);
+	}
+	return false;
+}
+
+long ufs_mount_conn_of_fd(int fd, char *super, size_t len)
+{
+	struct mount_by_id q = { .id = fd_mount_id(fd), .minor = -1, .super = super, .len = len };
+
+	if (len)
+		super[0] = '\0';
+	if (q.id)
+		mountinfo_walk(mount_by_id_line, &q);
+	return q.minor;
 }
 
 /*

@@ -1,128 +1,193 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * mount -o remount.  mount(8) runs the helper again, as
- * "uringfs SOURCE MOUNTPOINT -o ro,relatime,remount,user_id=0,...": every
- * option of the mount table and of fstab, the new ones among them.  No
- * daemon starts: the kernel changes the mount's flags and the serving
- * daemon goes on.
+ * "uringfs SOURCE MOUNTPOINT -o rw,nosuid,relatime,remount,user_id=0,...":
+ * the new option list whole (the fstab line's options if there is one,
+ * else the mount table's; libmount has already merged the words asked
+ * for and dropped cancelling pairs, so a flag turned off arrives as a
+ * missing word: "remount,exec" on a noexec mount comes without noexec and
+ * without exec).  No daemon starts: the kernel changes the mount's flags
+ * and the serving daemon goes on.
  *
  * FUSE takes a remount through mount(2) with MS_REMOUNT and applies only
- * the superblock's flags (read-only), ignoring its own options there
+ * the superblock's flags (read-only, sync), ignoring its own options there
  * (fs/fuse/inode.c, fuse_parse_param: "Ignore options coming from
  * mount(MS_REMOUNT) for backward compatibility"); the VFS sets the mount's
- * own flags (noexec, atime ...) from the same call (fs/namespace.c,
- * do_remount).  Read-only is then the kernel's to enforce, as for any file
+ * own flags (noexec, nodev, nosymfollow ...) from the same call
+ * (fs/namespace.c, do_remount), keeping the atime flags when no atime word
+ * is given.  Read-only is then the kernel's to enforce, as for any file
  * system.  The rest of the list (the kernel's FUSE options, the daemon's
- * settings) is fixed while the mount lives and stays as the serving daemon
- * has it; a new daemon with new settings is uringfs --take-over.  Flags the
- * daemon decided its serving by (suid, dev, noatime, nodiratime: the data
- * path, device nodes, O_NOATIME) may not change here.
+ * settings) is fixed while the mount lives; a new daemon with new
+ * settings is uringfs --take-over.
+ *
+ * So the new flags are built from the words alone: a flag is set if its
+ * word is there.  Two the daemon decided its serving by keep their state
+ * when no word names them and may not change: noatime (backing files are
+ * opened O_NOATIME; the kernel's own atime flags do nothing on FUSE) and
+ * suid turned on (the data path was chosen for a nosuid mount: io_path.c);
+ * suid to nosuid is safe.  dirsync is a superblock flag the kernel does
+ * not change on a remount (MS_RMT_MASK).  nodiratime is the daemon's alone
+ * (never a kernel flag of a uringfs mount): its words change nothing here.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "linux_abi.h"
 #include "mount.h"
 #include "remount.h"
 
-struct remount_flag {
-	const char *set, *clear;	/* the words that set and clear it */
-	unsigned long ms;		/* for mount(2) */
-	unsigned long st;		/* in statvfs's f_flag; 0: not shown there */
-	bool fixed;			/* the daemon served by it: no change */
+/* Flags the words set (on) and clear (off): a word absent is off. */
+static const struct {
+	const char *on, *off;
+	unsigned long ms;
+} plain[] = {
+	{ "ro", "rw", MS_RDONLY },
+	{ "noexec", "exec", MS_NOEXEC },
+	{ "sync", "async", MS_SYNCHRONOUS },
+	{ "nodev", "dev", MS_NODEV },
+	{ "nosymfollow", "symfollow", MS_NOSYMFOLLOW },
 };
 
-static const struct remount_flag flags[] = {
-	{ "ro", "rw", MS_RDONLY, ST_RDONLY, false },
-	{ "noexec", "exec", MS_NOEXEC, ST_NOEXEC, false },
-	{ "sync", "async", MS_SYNCHRONOUS, ST_SYNCHRONOUS, false },
-	{ "dirsync", NULL, MS_DIRSYNC, 0, false },
-	{ "nosymfollow", "symfollow", MS_NOSYMFOLLOW, ST_NOSYMFOLLOW, false },
-	{ "relatime", NULL, MS_RELATIME, ST_RELATIME, false },
-	{ "nosuid", "suid", MS_NOSUID, ST_NOSUID, true },
-	{ "nodev", "dev", MS_NODEV, ST_NODEV, true },
-	{ "noatime", "atime", MS_NOATIME, ST_NOATIME, true },
-	{ "nodiratime", "diratime", MS_NODIRATIME, ST_NODIRATIME, true },
+#define PLAIN_COUNT (sizeof(plain) / sizeof(plain[0]))
+
+enum word_state { ABSENT, ON, OFF };
+
+struct remount_words {
+	unsigned long ms; /* the plain flags asked for */
+	enum word_state nosuid, noatime, dirsync;
 };
 
-#define FLAG_COUNT (sizeof(flags) / sizeof(flags[0]))
-
-/* One word's effect on *ms; a word that is no mount flag has none. */
-static void remount_word(const char *word, unsigned long *ms)
+static int remount_word(char *word, void *arg)
 {
-	for (size_t i = 0; i < FLAG_COUNT; i++) {
-		if (!strcmp(word, flags[i].set))
-			*ms |= flags[i].ms;
-		else if (flags[i].clear && !strcmp(word, flags[i].clear))
-			*ms &= ~flags[i].ms;
+	struct remount_words *w = arg;
+
+	for (size_t i = 0; i < PLAIN_COUNT; i++) {
+		if (!strcmp(word, plain[i].on))
+			w->ms |= plain[i].ms;
+		else if (!strcmp(word, plain[i].off))
+			w->ms &= ~plain[i].ms;
 	}
+	if (!strcmp(word, "nosuid") || !strcmp(word, "suid"))
+		w->nosuid = !strcmp(word, "nosuid") ? ON : OFF;
+	if (!strcmp(word, "noatime"))
+		w->noatime = ON;
+	else if (!strcmp(word, "atime") || !strcmp(word, "relatime"))
+		w->noatime = OFF;
+	if (!strcmp(word, "dirsync"))
+		w->dirsync = ON;
+	return 0;
 }
 
-bool ufs_remount_asked(const char *optstr)
+/* Is word among the comma-separated words of list (mountinfo's, unescaped)? */
+static bool has_word(const char *list, const char *word)
 {
-	size_t n = strlen("remount");
+	size_t n = strlen(word);
 
-	for (const char *p = optstr; p; p = strchr(p, ',')) {
+	for (const char *p = list; p; p = strchr(p, ',')) {
 		p += *p == ',';
-		if (!strncmp(p, "remount", n) && (p[n] == ',' || !p[n]))
+		if (!strncmp(p, word, n) && (p[n] == ',' || !p[n]))
 			return true;
 	}
 	return false;
 }
 
-/* The words of optstr that are mount flags, into *ms (the rest is left as it is). */
-static void remount_flags(const char *optstr, unsigned long *ms)
+static int refuse(const char *mountpoint, const char *word, const char *why)
 {
-	char word[64];
+	fprintf(stderr,
+		"uringfs: remount %s: %s cannot change on a live uringfs mount (%s): "
+		"unmount and mount again\n",
+		mountpoint, word, why);
+	return 1;
+}
 
-	for (const char *p = optstr; *p;) {
-		size_t len = strcspn(p, ",");
+/* The flags for mount(2), or refused (1, one line on stderr). */
+static int remount_flags(const char *mountpoint, const struct remount_words *w,
+			 const struct statvfs *sv, const char *super, unsigned long *ms)
+{
+	bool nosuid_now = sv->f_flag & ST_NOSUID, noatime_now = sv->f_flag & ST_NOATIME;
+	bool nosuid = w->nosuid == ABSENT ? nosuid_now : w->nosuid == ON;
 
-		if (len < sizeof(word)) {
-			memcpy(word, p, len);
-			word[len] = '\0';
-			remount_word(word, ms);
-		}
-		p += len + (p[len] == ',');
-	}
+	if (nosuid_now && !nosuid)
+		return refuse(mountpoint, "suid",
+			      "the daemon chose its data path for a nosuid mount");
+	if (w->noatime != ABSENT && (w->noatime == ON) != noatime_now)
+		return refuse(mountpoint, noatime_now ? "atime" : "noatime",
+			      "the daemon keeps atime by how it opens the backing files");
+	if ((w->dirsync == ON) != has_word(super, "dirsync"))
+		return refuse(mountpoint, "dirsync", "the kernel keeps it as mounted");
+	*ms = w->ms | (nosuid ? MS_NOSUID : 0) | (w->noatime == ON ? MS_NOATIME : 0);
+	return 0;
 }
 
 int ufs_remount(const char *mountpoint, const char *optstr)
 {
-	unsigned long ms, now = 0;
-	char real[PATH_MAX];
+	struct remount_words w = { 0 };
+	struct ufs_config_error err;
+	char proc[64], super[1024];
 	struct statvfs sv;
+	unsigned long ms;
+	int fd, ret = 1;
 
-	if (ufs_mount_real_path(mountpoint, real, sizeof(real)) || ufs_mount_conn_of(real) < 0) {
+	if (ufs_mount_opts_each(optstr, remount_word, &w, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return 1;
+	}
+	/*
+	 * The mount itself, not whatever is mounted on top of it later: one
+	 * descriptor, checked by its mount id, named in every call after.
+	 */
+	fd = open(mountpoint, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || ufs_mount_conn_of_fd(fd, super, sizeof(super)) < 0) {
 		fprintf(stderr, "uringfs: remount: no uringfs mount at %s\n", mountpoint);
-		return 1;
+		goto out;
 	}
-	if (statvfs(real, &sv)) {
+	if (fstatvfs(fd, &sv)) {
 		fprintf(stderr, "uringfs: remount: %s: %m\n", mountpoint);
-		return 1;
+		goto out;
 	}
-	/* Words not given keep the mount's present state. */
-	for (size_t i = 0; i < FLAG_COUNT; i++) {
-		if (flags[i].st && (sv.f_flag & flags[i].st))
-			now |= flags[i].ms;
-	}
-	ms = now;
-	remount_flags(optstr, &ms);
-	for (size_t i = 0; i < FLAG_COUNT; i++) {
-		if (flags[i].fixed && (ms & flags[i].ms) != (now & flags[i].ms)) {
+	if (remount_flags(mountpoint, &w, &sv, super, &ms))
+		goto out;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (mount(NULL, proc, NULL, MS_REMOUNT | ms, NULL)) {
+		if (errno == EBUSY && (ms & MS_RDONLY))
 			fprintf(stderr,
-				"uringfs: remount: %s cannot change on a live mount "
-				"(the daemon serves by it): unmount and mount again\n",
-				ms & flags[i].ms ? flags[i].set : flags[i].clear);
-			return 1;
-		}
+				"uringfs: remount of %s read-only: a file is open for "
+				"writing there (EBUSY)\n",
+				mountpoint);
+		else
+			fprintf(stderr, "uringfs: remount of %s: %m\n", mountpoint);
+		goto out;
 	}
-	if (mount(NULL, real, NULL, MS_REMOUNT | ms, NULL)) {
-		fprintf(stderr, "uringfs: remount of %s: %m\n", mountpoint);
-		return 1;
-	}
-	return 0;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int ufs_remount_nosymfollow(const struct ufs_mount *m, struct ufs_config_error *err)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSYMFOLLOW };
+	int fd, ret = 0;
+
+	/* The mount just made (its connection's), not one mounted over it since. */
+	fd = open(m->real, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		ret = -errno;
+	else if (ufs_mount_conn_of_fd(fd, NULL, 0) != (long)m->conn_id)
+		ret = -ESTALE;
+	else if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
+		ret = -errno;
+	if (ret)
+		snprintf(err->msg, sizeof(err->msg),
+			 "mount option nosymfollow: cannot set it on the new mount: %s",
+			 strerror(-ret));
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * mount -o remount (remount.c): the mount's flags change in the kernel; no
- * daemon starts.
+ * The mount's own flags (remount.c): mount -o remount changes them in the
+ * kernel and starts no daemon; nosymfollow is set on a new mount.
  */
 #ifndef UFS_REMOUNT_H
 #define UFS_REMOUNT_H
 
-#include <stdbool.h>
+#include "config.h"
+#include "mount.h"
 
-/* Is "remount" among the comma-separated words of optstr? */
-bool ufs_remount_asked(const char *optstr);
-
-/* Remount mountpoint with the mount flags named in optstr: the exit status (errors on stderr). */
+/*
+ * Remount the uringfs mount at mountpoint with the mount flags optstr's
+ * words make (the whole new set, as mount(8) passes it): the exit status,
+ * errors in one line on stderr.
+ */
 int ufs_remount(const char *mountpoint, const char *optstr);
+
+/* Set nosymfollow on the mount m just made: 0 or a negative errno with err set. */
+int ufs_remount_nosymfollow(const struct ufs_mount *m, struct ufs_config_error *err);
 
 #endif /* UFS_REMOUNT_H */
