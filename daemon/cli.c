@@ -177,14 +177,16 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	}
 	if (cli->debug && cli_set(d, "log_level", "debug"))
 		return 1;
-	if (cli->settings[0] && ufs_mount_opts_parse(cli->settings, &d->cfg, &d->mount_opts, &err)) {
+	if (cli->settings[0] &&
+	    ufs_mount_opts_parse(cli->settings, &d->cfg, &d->mount_opts, &err)) {
 		fprintf(stderr, "uringfs: %s\n", err.msg);
 		return 1;
 	}
 	cli->remount = d->mount_opts.remount;
-	if (cli->remount && (cli->take_over || cli->print_config || cli->check_config ||
-			     cli->stats_mountpoint)) {
-		fprintf(stderr, "uringfs: -o remount is mount(8)'s remount of a live mount: "
+	if (cli->remount &&
+	    (cli->take_over || cli->print_config || cli->check_config || cli->stats_mountpoint)) {
+		fprintf(stderr,
+			"uringfs: -o remount is mount(8)'s remount of a live mount: "
 				"not with --take-over, --print-config, --check-config or --stats\n");
 		return 1;
 	}

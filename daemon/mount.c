@@ -49,6 +49,14 @@ static const char *const kernel_keys[] = {
 	"rootcontext", NULL,
 };
 
+/*
+ * FUSE's options as mountinfo shows them: mount(8) passes them back with a
+ * remount (the kernel ignores them there), so a remount takes them quietly.
+ */
+static const char *const remount_keys[] = {
+	"user_id", "group_id", "rootmode", NULL,
+};
+
 /* Words that only mean something to mount(8), fstab or systemd. */
 static const char *const quiet_words[] = {
 	"defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "owner",
@@ -140,6 +148,8 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 		mo->remount = true;
 		return 0;
 	}
+	if (mo->remount && value && in_list(remount_keys, opt))
+		return 0;
 	/* Not a libfuse word: set on the mount after mount(2) (remount.c). */
 	if (!value && (!strcmp(opt, "nosymfollow") || !strcmp(opt, "symfollow"))) {
 		mo->nosymfollow = !strcmp(opt, "nosymfollow");
@@ -219,12 +229,21 @@ static int opts_parse_word(char *word, void *arg)
 	return parse_one(word, a->cfg, a->mo, a->err);
 }
 
+static int remount_word(char *word, void *arg)
+{
+	*(bool *)arg |= !strcmp(word, "remount");
+	return 0;
+}
+
 int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
 			 struct ufs_config_error *err)
 {
 	struct opts_parse a = { .cfg = cfg, .mo = mo, .err = err };
+	int ret;
 
-	return ufs_mount_opts_each(optstr, opts_parse_word, &a, err);
+	/* Known before the other words: a remount passes mountinfo's back. */
+	ret = ufs_mount_opts_each(optstr, remount_word, &mo->remount, err);
+	return ret ?: ufs_mount_opts_each(optstr, opts_parse_word, &a, err);
 }
 
 static void libfuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
