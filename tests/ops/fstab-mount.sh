@@ -67,39 +67,7 @@ writes_reach_source() {
 	echo "$1" >"$tmp/mnt/$1" && cmp -s "$tmp/mnt/$1" "$tmp/src/$1"
 }
 
-remount_err=$tmp/remount.err
-
-mounted_read_only() {
-	[[ $(findmnt -n -M "$tmp/mnt" -o VFS-OPTIONS) == ro,* ]]
-}
-
-write_refused() {
-	! (echo x >"$tmp/mnt/while-read-only") 2>"$remount_err" &&
-		grep -q "Read-only file system" "$remount_err"
-}
-
-nosuid_refused() {
-	! mount -o remount,nosuid "$tmp/mnt" 2>"$remount_err" &&
-		[[ $(wc -l <"$remount_err") == 1 ]] && grep -q "nosuid cannot change" "$remount_err"
-}
-
-# remounts WHAT: mount -o remount,ro and back; the daemon serves on.
-remounts() {
-	local what=$1
-	echo before >"$tmp/mnt/before-remount"
-	t_check "$what: mount -o remount,ro exits 0" mount -o remount,ro "$tmp/mnt"
-	t_check "$what: then the mount is read-only" mounted_read_only
-	t_check "$what: then a write fails with EROFS" write_refused
-	t_check "$what: then reads still work" cmp -s "$tmp/mnt/before-remount" "$tmp/src/before-remount"
-	t_check "$what: mount -o remount,rw exits 0" mount -o remount,rw "$tmp/mnt"
-	t_check "$what: then writes work again" writes_reach_source after-remount
-	# Made by root through mount.fuse3 without nosuid: suid, which chose the data path.
-	t_check "$what: mount -o remount,nosuid is refused, in one line naming it" nosuid_refused
-	t_diag <"$remount_err"
-	t_check "$what: the same daemon still serves" served_by_built_daemon
-}
-
-# round WHAT COMMAND...: mount with COMMAND, use the mount, remount, unmount.
+# round WHAT COMMAND...: mount with COMMAND, use the mount, unmount.
 round() {
 	local what=$1 status=$tmp/status.$t_count code
 	shift
@@ -117,7 +85,6 @@ round() {
 		writes_reach_source "file-$t_count"
 	t_check "$what: the settings come from config= (control file ops-stats)" \
 		grep -q '^transport ' "$tmp/mnt/ops-stats"
-	remounts "$what"
 	t_check "$what: umount exits 0" umount "$tmp/mnt"
 	t_check "$what: the daemon then exits 0" \
 		wait_for 30 grep -qx "orphan ${daemon_pid:-none} 0" "$status"
