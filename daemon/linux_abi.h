@@ -20,11 +20,6 @@
 #define AT_HANDLE_FID 0x200
 #endif
 
-/* statfs(2)'s flag for a nosymfollow mount (Linux 5.10; glibc 2.37) */
-#ifndef ST_NOSYMFOLLOW
-#define ST_NOSYMFOLLOW 0x2000
-#endif
-
 /* pidfd_open(2) of a thread, not a process (Linux 6.9) */
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL

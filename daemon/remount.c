@@ -37,7 +37,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "linux_abi.h"
 #include "mount.h"
 #include "remount.h"
 
@@ -170,16 +169,16 @@ out:
 	return ret;
 }
 
-int ufs_remount_nosymfollow(const struct ufs_mount *m, struct ufs_config_error *err)
+int ufs_remount_nosymfollow(const char *real, unsigned int conn_id, struct ufs_config_error *err)
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSYMFOLLOW };
 	int fd, ret = 0;
 
 	/* The mount just made (its connection's), not one mounted over it since. */
-	fd = open(m->real, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	fd = open(real, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		ret = -errno;
-	else if (ufs_mount_conn_of_fd(fd, NULL, 0) != (long)m->conn_id)
+	else if (ufs_mount_conn_of_fd(fd, NULL, 0) != (long)conn_id)
 		ret = -ESTALE;
 	else if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
 		ret = -errno;

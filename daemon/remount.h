@@ -7,7 +7,6 @@
 #define UFS_REMOUNT_H
 
 #include "config.h"
-#include "mount.h"
 
 /*
  * Remount the uringfs mount at mountpoint with the mount flags optstr's
@@ -16,7 +15,10 @@
  */
 int ufs_remount(const char *mountpoint, const char *optstr);
 
-/* Set nosymfollow on the mount m just made: 0 or a negative errno with err set. */
-int ufs_remount_nosymfollow(const struct ufs_mount *m, struct ufs_config_error *err);
+/*
+ * Set nosymfollow on the uringfs mount just made at real (its connection
+ * conn_id): 0 or a negative errno with err set.
+ */
+int ufs_remount_nosymfollow(const char *real, unsigned int conn_id, struct ufs_config_error *err);
 
 #endif /* UFS_REMOUNT_H */
