@@ -114,7 +114,8 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 		return -EIO;
 	}
 	d->fuse_fd = d->mnt.fd;
-	if (d->mount_opts.nosymfollow && ufs_remount_nosymfollow(d->mnt.real, d->mnt.conn_id, &err)) {
+	if (d->mount_opts.nosymfollow &&
+	    ufs_remount_nosymfollow(d->mnt.real, d->mnt.conn_id, &err)) {
 		fprintf(stderr, "uringfs: %s\n", err.msg);
 		return -EIO;
 	}
