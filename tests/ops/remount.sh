@@ -149,44 +149,65 @@ round "fstab line" "$tmp/fstab" mount "$mnt"
 
 # What is refused, in one line, and what is left alone.
 mount --bind "$tmp/fstab.empty" /etc/fstab
+kept_nosymfollow() { remount ro && vfs_has ro && vfs_has nosymfollow; }
 t_check "mount -o nosymfollow: mounts" \
 	mount -t fuse.uringfs "$tmp/src" "$mnt" -o nosymfollow,nosuid
 t_check "mount -o nosymfollow: nosymfollow in mountinfo" vfs_has nosymfollow
 t_check "mount -o nosymfollow: a symlink is not followed" symlink_refused
-t_check "mount -o nosymfollow: remount,ro keeps it" remount ro
-t_check "mount -o nosymfollow: ro and nosymfollow in mountinfo" eval 'vfs_has ro && vfs_has nosymfollow'
+t_check "mount -o nosymfollow: remount,ro keeps it" kept_nosymfollow
 t_check "remount,rw exits 0" remount rw
 
 refused() { ! mount -o "remount,$1" "$mnt" 2>"$err" && one_line_naming "$2"; }
+as_before() { vfs_has rw && vfs_has nosuid && vfs_has nosymfollow; }
+take_over_refused() {
+	! "$daemon" --take-over "$mnt" -o remount,ro 2>"$err" && one_line_naming remount
+}
+busy_refused() {
+	! mount -o remount,ro "$mnt" 2>"$err" && t_diag <"$err" && grep -q "open for writing" "$err"
+}
 t_check "remount,dirsync is refused in one line" refused rw,dirsync dirsync
 t_check "remount,strictatime is refused in one line" refused strictatime strictatime
 t_check "remount,lazytime is refused in one line" refused lazytime lazytime
 t_check "remount,suid of a nosuid mount is refused in one line" refused suid suid
 t_check "remount,noatime is refused in one line" refused noatime noatime
-t_check "after the refusals the flags are as they were" eval 'vfs_has rw && vfs_has nosuid'
-t_check "--take-over -o remount is refused in one line" \
-	eval '! "$daemon" --take-over "$mnt" -o remount,ro 2>"$err" && one_line_naming remount'
+t_check "after the refusals the flags are as they were" as_before
+t_check "--take-over -o remount is refused in one line" take_over_refused
 exec 3>"$mnt/open-for-writing"
-t_check "remount,ro with a file open for writing: refused, saying so" \
-	eval '! mount -o remount,ro "$mnt" 2>"$err" && t_diag <"$err" && grep -q "open for writing" "$err"'
+t_check "remount,ro with a file open for writing: refused, saying so" busy_refused
 exec 3>&-
 
 # Remounting is root's (mount(2) needs CAP_SYS_ADMIN): the helper run by
 # nobody changes nothing.
-t_check "the helper run by nobody: refused" \
-	eval '! setpriv --reuid=65534 --regid=65534 --clear-groups "$daemon" x "$mnt" \
-		-o remount,ro 2>"$err" && t_diag <"$err"'
+nobody_refused() {
+	! setpriv --reuid=65534 --regid=65534 --clear-groups "$daemon" x "$mnt" \
+		-o remount,ro 2>"$err" && t_diag <"$err"
+}
+t_check "the helper run by nobody: refused" nobody_refused
 t_check "the helper run by nobody: the mount stays rw" vfs_has rw
 
 # A file system mounted on top of the uringfs mount: the helper finds no
 # uringfs mount at the path and leaves the top one alone.
+helper_refused() { ! "$daemon" x "$mnt" -o remount,ro 2>"$err" && t_diag <"$err"; }
+top_rw() { [[ $(findmnt -n -M "$mnt" -o FSTYPE,VFS-OPTIONS | tail -n 1) == tmpfs*rw,* ]]; }
 mount -t tmpfs -o size=1m stacked "$mnt"
-t_check "with a tmpfs mounted on top: the helper refuses" \
-	eval '! "$daemon" x "$mnt" -o remount,ro 2>"$err" && t_diag <"$err"'
-t_check "with a tmpfs mounted on top: the tmpfs stays rw" \
-	eval '[[ $(findmnt -n -M "$mnt" -o FSTYPE,VFS-OPTIONS | tail -n 1) == tmpfs*rw,* ]]'
+t_check "with a tmpfs mounted on top: the helper refuses" helper_refused
+t_check "with a tmpfs mounted on top: the tmpfs stays rw" top_rw
 umount "$mnt"
 t_check "the uringfs mount under it stays rw" vfs_has rw
+t_check "umount exits 0" umount "$mnt"
+
+# Made by root through mount.fuse3 without nosuid (which adds dev,suid),
+# with dirsync: the kernel keeps dirsync, so each remount passes it back.
+ro_dirsync_kept() { remount ro && vfs_has ro && fs_has dirsync; }
+nodev_set() { remount rw,nodev && vfs_has nodev; }
+nodev_cleared() { remount dev && vfs_lacks nodev; }
+nosuid_set() { remount nosuid && vfs_has nosuid; }
+t_check "mount -o dirsync (suid, dev): mounts" \
+	mount -t fuse.uringfs "$tmp/src" "$mnt" -o dirsync
+t_check "mount -o dirsync: remount,ro exits 0, dirsync kept" ro_dirsync_kept
+t_check "remount,rw,nodev exits 0: nodev in mountinfo" nodev_set
+t_check "remount,dev exits 0: nodev gone" nodev_cleared
+t_check "remount,nosuid of a suid mount exits 0: nosuid in mountinfo" nosuid_set
 t_check "umount exits 0" umount "$mnt"
 umount /etc/fstab
 t_done
