@@ -34,12 +34,12 @@ export LC_ALL=C
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 mnt=$tmp/mnt
+daemon_real=$(readlink -f "$daemon")
 # The daemons this script started: theirs is the mount point $mnt.
 our_daemons() {
 	local p
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == "$(readlink -f "$daemon")" ]] &&
-			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF " $mnt " && echo "${p#/proc/}"
+	for p in $(pgrep -f -- "$mnt" || true); do
+		[[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$daemon_real" ]] && echo "$p"
 	done
 	return 0
 }
@@ -77,7 +77,7 @@ fs_has() { # WORD: among the super block's options (mountinfo's last field)
 }
 fs_lacks() { ! fs_has "$1"; }
 statvfs_sync() { # ST_SYNCHRONOUS (16) in statvfs's f_flag: 1 or 0
-	python3 -c 'import os, sys; print(int(bool(os.statvfs(sys.argv[1]).f_flag & 16)))' "$mnt"
+	/usr/bin/python3 -c 'import os, sys; print(int(bool(os.statvfs(sys.argv[1]).f_flag & 16)))' "$mnt"
 }
 write_erofs() {
 	! (echo x >"$mnt/while-ro") 2>"$err" && grep -q "Read-only file system" "$err"
