@@ -45,7 +45,7 @@ our_daemons() {
 }
 cleanup() {
 	local p
-	exec 3>&- || true
+	[[ -n ${holder:-} ]] && kill "$holder" 2>/dev/null
 	for _ in 1 2 3; do findmnt -M "$mnt" >/dev/null && umount -l "$mnt"; done
 	sleep 0.2
 	for p in $(our_daemons); do kill -KILL "$p" 2>/dev/null; done
@@ -172,9 +172,16 @@ t_check "remount,suid of a nosuid mount is refused in one line" refused suid sui
 t_check "remount,noatime is refused in one line" refused noatime noatime
 t_check "after the refusals the flags are as they were" as_before
 t_check "--take-over -o remount is refused in one line" take_over_refused
-exec 3>"$mnt/open-for-writing"
+# A writer holds a file open (not this shell: a failed open must fail the
+# check, not end the script).
+sleep 60 >"$mnt/open-for-writing" 2>/dev/null &
+holder=$!
+writer_open() { [[ $(readlink "/proc/$holder/fd/1") == "$mnt/open-for-writing" ]]; }
+t_check "a writer holds a file open on the mount" wait_for 30 writer_open
 t_check "remount,ro with a file open for writing: refused, saying so" busy_refused
-exec 3>&-
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+holder=''
 
 # Remounting is root's (mount(2) needs CAP_SYS_ADMIN): the helper run by
 # nobody changes nothing.
