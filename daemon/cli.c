@@ -127,10 +127,7 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 			cli->debug = true;
 			break;
 		case 'o':
-			if (ufs_mount_opts_parse(optarg, &d->cfg, &d->mount_opts, &err)) {
-				fprintf(stderr, "uringfs: %s\n", err.msg);
-				return 1;
-			}
+			/* Parsed after the loop: a remount is known only then. */
 			if (strlen(cli->settings) + strlen(optarg) + 2 > sizeof(cli->settings)) {
 				fprintf(stderr, "uringfs: -o: too long\n");
 				return 1;
@@ -180,6 +177,24 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	}
 	if (cli->debug && cli_set(d, "log_level", "debug"))
 		return 1;
+	if (cli->settings[0] &&
+	    ufs_mount_opts_parse(cli->settings, &d->cfg, &d->mount_opts, &err)) {
+		fprintf(stderr, "uringfs: %s\n", err.msg);
+		return 1;
+	}
+	cli->remount = d->mount_opts.remount;
+	if (cli->remount &&
+	    (cli->take_over || cli->print_config || cli->check_config || cli->stats_mountpoint)) {
+		fprintf(stderr,
+			"uringfs: -o remount is mount(8)'s remount of a live mount: "
+				"not with --take-over, --print-config, --check-config or --stats\n");
+		return 1;
+	}
+	if (!cli->remount && d->mount_opts.nosymfollow && geteuid()) {
+		fprintf(stderr, "uringfs: mount option nosymfollow: only root can set it "
+				"(fusermount3 does not)\n");
+		return 1;
+	}
 	if (format_given && !cli->stats_mountpoint) {
 		fprintf(stderr, "uringfs: --format is for --stats\n");
 		return 1;

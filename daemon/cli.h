@@ -17,6 +17,7 @@ struct ufs_cli {
 	bool print_config;
 	bool debug;
 	bool take_over;			/* --take-over [SOURCE] MOUNTPOINT */
+	bool remount;			/* -o remount,...: no daemon (remount.c) */
 	char settings[4096];		/* every -o as given, comma-joined (hand-over record) */
 };
 

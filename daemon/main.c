@@ -42,6 +42,7 @@
 #include "log.h"
 #include "notify.h"
 #include "process.h"
+#include "remount.h"
 #include "transport.h"
 #include "worker.h"
 
@@ -238,6 +239,8 @@ int main(int argc, char **argv)
 		return ufs_cli_check_config(cli.check_config);
 	if (cli.stats_mountpoint)
 		return ufs_cli_print_stats(d, &cli);
+	if (cli.remount)
+		return ufs_remount(d->mountpoint, cli.settings);
 	ufs_handover_init(d);
 	ufs_pause_init(&d->pause);
 	if (cli.take_over && ufs_handover_take_over(d, cli.settings, sizeof(cli.settings)))

@@ -54,6 +54,14 @@ static const char *const kernel_keys[] = {
 	"fsname", "max_read", "context", "fscontext", "defcontext", "rootcontext", NULL,
 };
 
+/*
+ * FUSE's options as mountinfo shows them: mount(8) passes them back with a
+ * remount (the kernel ignores them there), so a remount takes them quietly.
+ */
+static const char *const remount_keys[] = {
+	"user_id", "group_id", "rootmode", NULL,
+};
+
 /* Words that only mean something to mount(8), fstab or systemd. */
 static const char *const quiet_words[] = {
 	"defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "owner",
@@ -163,6 +171,12 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	/* The kernel's word is the last one; libfuse mounts nosuid unless told. */
 	if (!value && (!strcmp(opt, "suid") || !strcmp(opt, "nosuid")))
 		mo->suid = !strcmp(opt, "suid");	/* and on to the kernel below */
+	if (!value && !strcmp(opt, "remount")) {
+		mo->remount = true;
+		return 0;
+	}
+	if (mo->remount && value && in_list(remount_keys, opt))
+		return 0;
 	if (!value && !strcmp(opt, "nodiratime")) {
 		mo->nodiratime = true;
 		return 0;
@@ -190,8 +204,8 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	return -EINVAL;
 }
 
-int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
-			 struct ufs_config_error *err)
+int ufs_mount_opts_each(const char *optstr, int (*fn)(char *word, void *arg), void *arg,
+			struct ufs_config_error *err)
 {
 	char word[PATH_MAX + 64];
 	size_t n = 0;
@@ -210,7 +224,7 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 			p++;	/* "\," is a comma inside a value */
 		else if (*p == ',' || !*p) {
 			word[n] = '\0';
-			ret = parse_one(word, cfg, mo, err);
+			ret = fn(word, arg);
 			if (ret || !*p)
 				return ret;
 			n = 0;
@@ -222,6 +236,36 @@ int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_
 		}
 		word[n++] = *p;
 	}
+}
+
+struct opts_parse {
+	struct ufs_config *cfg;
+	struct ufs_mount_opts *mo;
+	struct ufs_config_error *err;
+};
+
+static int opts_parse_word(char *word, void *arg)
+{
+	struct opts_parse *a = arg;
+
+	return parse_one(word, a->cfg, a->mo, a->err);
+}
+
+static int remount_word(char *word, void *arg)
+{
+	*(bool *)arg |= !strcmp(word, "remount");
+	return 0;
+}
+
+int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
+			 struct ufs_config_error *err)
+{
+	struct opts_parse a = { .cfg = cfg, .mo = mo, .err = err };
+	int ret;
+
+	/* Known before the other words: a remount passes mountinfo's back. */
+	ret = ufs_mount_opts_each(optstr, remount_word, &mo->remount, err);
+	return ret ?: ufs_mount_opts_each(optstr, opts_parse_word, &a, err);
 }
 
 /* libfuse's error lines while mounting, folded into the one error line. */
@@ -438,6 +482,37 @@ static unsigned int fd_mount_id(int fd)
 		;
 	fclose(f);
 	return id;
+}
+
+struct mount_by_id {
+	unsigned int id;
+	long minor;			/* out: -1 if not a uringfs mount */
+	char *super;
+	size_t len;
+};
+
+static bool mount_by_id_line(const struct mountinfo_line *mi, void *arg)
+{
+	struct mount_by_id *q = arg;
+
+	if (mi->id != q->id)
+		return true;
+	if (!mi->major && !strcmp(mi->type, "fuse.uringfs")) {
+		q->minor = mi->minor;
+		snprintf(q->super, q->len, "%s", mi->super);
+	}
+	return false;
+}
+
+long ufs_mount_conn_of_fd(int fd, char *super, size_t len)
+{
+	struct mount_by_id q = { .id = fd_mount_id(fd), .minor = -1, .super = super, .len = len };
+
+	if (len)
+		super[0] = '\0';
+	if (q.id)
+		mountinfo_walk(mount_by_id_line, &q);
+	return q.minor;
 }
 
 /*

@@ -23,6 +23,7 @@ struct ufs_mount_opts {
 	bool nodiratime;	/* backing directories are */
 	bool suid;		/* set-id bits take effect at exec through the mount */
 	bool nosymfollow;	/* MOUNT_ATTR_NOSYMFOLLOW, set after the mount */
+	bool remount;		/* mount(8)'s -o remount: no daemon (remount.c) */
 };
 
 /*
@@ -33,6 +34,13 @@ struct ufs_mount_opts {
  */
 int ufs_mount_opts_parse(const char *optstr, struct ufs_config *cfg, struct ufs_mount_opts *mo,
 			 struct ufs_config_error *err);
+
+/*
+ * The same split, each word (unescaped, writable) to fn, which returns 0 to
+ * go on; returns the first non-zero, or -EINVAL with err set.
+ */
+int ufs_mount_opts_each(const char *optstr, int (*fn)(char *word, void *arg), void *arg,
+			struct ufs_config_error *err);
 
 struct ufs_mount {
 	struct fuse_session *se;
@@ -68,6 +76,12 @@ int ufs_mount_real_path(const char *path, char *real, size_t len);
 long ufs_mount_conn_of(const char *real);
 /* Same, if that mount was made by our euid (its user_id); else -1. */
 long ufs_mount_ours(const char *real);
+/*
+ * The connection number of the mount fd is on, if that very mount (by its
+ * mount id, not whatever is mounted above it) is a uringfs mount, else -1;
+ * its super options (mountinfo's last field) into super.
+ */
+long ufs_mount_conn_of_fd(int fd, char *super, size_t len);
 
 /*
  * Is the mount still in this namespace's mount table?  After the connection

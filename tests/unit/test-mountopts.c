@@ -83,5 +83,20 @@ int main(void)
 	is_int(cfg.log_level, 7, "debug sets log_level=debug");
 	is_int(parse("default_permissions=off", &cfg, &mo, &err), 0, "default_permissions=off");
 	ok(!cfg.default_permissions, "default_permissions turned off");
+
+	/* mount(8)'s remount passes mountinfo's FUSE words back, remount last or not. */
+	is_int(parse("rw,nosuid,user_id=0,group_id=0,rootmode=40000,default_permissions,remount",
+		     &cfg, &mo, &err),
+	       0, "a remount list with FUSE's mountinfo words");
+	ok(mo.remount, "remount seen");
+	is_int(parse("user_id=0", &cfg, &mo, &err), -EINVAL, "user_id= without remount refused");
+	is_int(parse("remount,strictatime", &cfg, &mo, &err), -EINVAL,
+	       "strictatime refused with remount too");
+
+	/* nosymfollow is set on the mount by the daemon, not passed to libfuse. */
+	is_int(parse("nosymfollow", &cfg, &mo, &err), 0, "nosymfollow");
+	ok(mo.nosymfollow && !mo.kernel[0], "nosymfollow kept, not for libfuse");
+	is_int(parse("nosymfollow,symfollow", &cfg, &mo, &err), 0, "symfollow");
+	ok(!mo.nosymfollow, "the last word wins");
 	return t_done();
 }
