@@ -597,6 +597,13 @@ WORDS = {
     'norelatime': Probe(REFUSED, 'norelatime', None),
     'lazytime': Probe(REFUSED, 'lazytime', None),
     'blksize': Probe(REFUSED, 'blksize=4096', None),
+    # FUSE's mountinfo options, which mount(8) passes back with a remount:
+    # taken quietly there, unknown anywhere else
+    'user_id': Probe(REFUSED, 'user_id=0', None),
+    'group_id': Probe(REFUSED, 'group_id=0', None),
+    'rootmode': Probe(REFUSED, 'rootmode=40000', None),
+    # a remount starts no daemon: tests/mount/t_remount.py, tests/ops/remount.sh
+    'remount': Probe('t_remount', 'remount', None),
     # (subtype=other is refused too: see refused_words)
     # mount(8), fstab and systemd words
     **{w: Probe('s4', w, p_mount8_word) for w in (
