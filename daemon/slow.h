@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Slow requests: a thread that logs, once, each request in flight longer
+ * than slow_request_ms, and the in-flight list of the control file (read
+ * from the workers' in-flight tables, inflight.h).
+ */
+#ifndef UFS_SLOW_H
+#define UFS_SLOW_H
+
+#include <stdio.h>
+
+struct ufs_daemon;
+
+/* After the workers start; nothing when slow_request_ms is 0. */
+void ufs_slow_watch_start(struct ufs_daemon *d);
+void ufs_slow_watch_stop(struct ufs_daemon *d);
+/*
+ * One "inflight OPCODE unique=N nodeid=N pid=N uid=N age_ms=N" line per
+ * request in flight, oldest first, " waiting=lock" added to those parked
+ * in a long wait by design (a blocking lock).
+ */
+void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f);
+
+#endif /* UFS_SLOW_H */
