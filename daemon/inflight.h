@@ -17,34 +17,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define UFS_INFLIGHT_SLOTS 256
-#define UFS_INFLIGHT_NAME 48
+#include "inflight_state.h"
 
 struct ufs_req;
-
-/* What a slot says, copied out by ufs_inflight_snapshot. */
-struct ufs_inflight_entry {
-	uint64_t arrived_ns;		/* CLOCK_MONOTONIC (clock.h); 0: free */
-	uint64_t unique;
-	uint64_t nodeid;
-	uint32_t opcode;
-	uint32_t pid;
-	uint32_t uid;
-	bool waiting;			/* parked in a long wait by design (a blocking lock) */
-	char name[UFS_INFLIGHT_NAME];	/* its name argument, cut short; "" if none */
-};
-
-struct ufs_inflight_slot {
-	uint64_t gen;			/* odd: being written by the worker */
-	uint64_t warned_gen;		/* gen of the request the watch warned about */
-	struct ufs_inflight_entry e;
-};
-
-struct ufs_inflight {
-	struct ufs_inflight_slot slots[UFS_INFLIGHT_SLOTS];
-	unsigned int hint;		/* the worker's: where to look for a free slot */
-	uint64_t untracked;		/* requests that found every slot taken */
-};
 
 /* The serving worker's thread, after decoding: req->inflight, or NULL if full. */
 void ufs_inflight_begin(struct ufs_inflight *t, struct ufs_req *req);

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "counters.h"
-#include "inflight.h"
+#include "inflight_state.h"
 
 struct ufs_daemon;
 struct ufs_copy_lane;
