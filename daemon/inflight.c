@@ -43,7 +43,7 @@ void ufs_inflight_begin(struct ufs_inflight *t, struct ufs_req *req)
 	s->e.opcode = req->in->opcode;
 	s->e.pid = req->in->pid;
 	s->e.uid = req->in->uid;
-	__atomic_store_n(&s->e.waiting, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.waiting, UFS_INFLIGHT_WAIT_NONE, __ATOMIC_RELAXED);
 	s->e.name[0] = '\0';
 	if (name) {
 		size_t n = strnlen(name, UFS_INFLIGHT_NAME - 1);
@@ -66,10 +66,10 @@ void ufs_inflight_end(struct ufs_req *req)
 	__atomic_store_n(&s->e.arrived_ns, 0, __ATOMIC_RELEASE);
 }
 
-void ufs_inflight_waiting(struct ufs_req *req)
+void ufs_inflight_waiting(struct ufs_req *req, uint8_t what)
 {
 	if (req->inflight)
-		__atomic_store_n(&req->inflight->e.waiting, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&req->inflight->e.waiting, what, __ATOMIC_RELAXED);
 }
 
 /* A consistent copy of slot s, or false (free, or changed while copied). */

@@ -25,8 +25,8 @@ struct ufs_req;
 void ufs_inflight_begin(struct ufs_inflight *t, struct ufs_req *req);
 /* Any thread, once, as the request ends (before its reply). */
 void ufs_inflight_end(struct ufs_req *req);
-/* Any thread: the request waits by design from now on (not slow). */
-void ufs_inflight_waiting(struct ufs_req *req);
+/* Any thread: the request is parked in a wait (enum ufs_inflight_wait) from now on. */
+void ufs_inflight_waiting(struct ufs_req *req, uint8_t what);
 /*
  * Up to max of t's requests into out, with each one's slot index and gen
  * in ids[] (for ufs_inflight_warn_once); returns how many.

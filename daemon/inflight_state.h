@@ -9,6 +9,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/*
+ * What a request parked on a wait thread waits for (wait.h): a blocking lock
+ * waits by design, for another process, and is listed in flight but never
+ * called slow; an open behind a lease is (the caller did not ask to wait).
+ */
+enum ufs_inflight_wait {
+	UFS_INFLIGHT_WAIT_NONE,
+	UFS_INFLIGHT_WAIT_LOCK,
+	UFS_INFLIGHT_WAIT_LEASE,
+};
+
 #define UFS_INFLIGHT_SLOTS 256
 #define UFS_INFLIGHT_NAME 48
 
@@ -20,7 +31,7 @@ struct ufs_inflight_entry {
 	uint32_t opcode;
 	uint32_t pid;
 	uint32_t uid;
-	bool waiting;			/* parked in a long wait by design (a blocking lock) */
+	uint8_t waiting;		/* enum ufs_inflight_wait */
 	char name[UFS_INFLIGHT_NAME];	/* its name argument, cut short; "" if none */
 };
 

@@ -81,6 +81,18 @@ static uint64_t age_ms(const struct ufs_inflight_entry *e, uint64_t now)
 	return now > e->arrived_ns ? (now - e->arrived_ns) / 1000000u : 0;
 }
 
+static const char *wait_text(uint8_t what)
+{
+	switch (what) {
+	case UFS_INFLIGHT_WAIT_LOCK:
+		return ", waiting for a lock";
+	case UFS_INFLIGHT_WAIT_LEASE:
+		return ", waiting for a lease to be given up";
+	default:
+		return "";
+	}
+}
+
 static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, uint64_t now)
 {
 	char path[4096];
@@ -89,10 +101,11 @@ static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, 
 		snprintf(path, sizeof(path), "?");
 	__atomic_fetch_add(&d->slow.warned, 1, __ATOMIC_RELAXED);
 	ufs_warn("slow request: %s unique=%llu nodeid=%llu path=%s%s%s pid=%u uid=%u "
-		 "in flight for %llu ms (slow_request_ms=%u)",
+		 "in flight for %llu ms%s (slow_request_ms=%u)",
 		 ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 		 (unsigned long long)e->nodeid, path, e->name[0] ? "/" : "", e->name, e->pid,
-		 e->uid, (unsigned long long)age_ms(e, now), d->cfg.slow_request_ms);
+		 e->uid, (unsigned long long)age_ms(e, now), wait_text(e->waiting),
+		 d->cfg.slow_request_ms);
 }
 
 static void check_once(struct ufs_daemon *d)
@@ -104,7 +117,7 @@ static void check_once(struct ufs_daemon *d)
 	if (snap_take(d, &s))
 		return;
 	for (unsigned int i = 0; i < s.n; i++) {
-		if (s.e[i].waiting || now < s.e[i].arrived_ns + limit)
+		if (s.e[i].waiting == UFS_INFLIGHT_WAIT_LOCK || now < s.e[i].arrived_ns + limit)
 			continue;
 		if (ufs_inflight_warn_once(s.table[i], s.ids[i]))
 			warn_slow(d, &s.e[i], now);
@@ -199,7 +212,10 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,
-			(unsigned long long)age_ms(e, now), e->waiting ? " waiting=lock" : "");
+			(unsigned long long)age_ms(e, now),
+			e->waiting == UFS_INFLIGHT_WAIT_LOCK	? " waiting=lock"
+			: e->waiting == UFS_INFLIGHT_WAIT_LEASE ? " waiting=lease"
+								: "");
 	}
 	snap_free(&s);
 }
