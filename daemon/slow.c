@@ -93,6 +93,19 @@ static const char *wait_text(uint8_t what)
 	}
 }
 
+/* Its in-flight list's word for it. */
+static const char *wait_tag(uint8_t what)
+{
+	switch (what) {
+	case UFS_INFLIGHT_WAIT_LOCK:
+		return " waiting=lock";
+	case UFS_INFLIGHT_WAIT_LEASE:
+		return " waiting=lease";
+	default:
+		return "";
+	}
+}
+
 static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, uint64_t now)
 {
 	char path[4096];
@@ -212,10 +225,7 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,
-			(unsigned long long)age_ms(e, now),
-			e->waiting == UFS_INFLIGHT_WAIT_LOCK	? " waiting=lock"
-			: e->waiting == UFS_INFLIGHT_WAIT_LEASE ? " waiting=lease"
-								: "");
+			(unsigned long long)age_ms(e, now), wait_tag(e->waiting));
 	}
 	snap_free(&s);
 }
