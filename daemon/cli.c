@@ -248,34 +248,22 @@ int ufs_cli_check_config(const char *path)
 
 /*
  * The control file's "inflight ..." lines (slow.c): with --in-flight only
- * those, without the prefix and without this command's own OPEN of the
- * control file; else every line but those.  In place; the new length.
+ * those, without the prefix; else every line but those.  In place; the
+ * new length.
  */
 static size_t inflight_filter(char *text, bool inflight)
 {
 	static const char prefix[] = "inflight ";
-	char self[32];
 	char *out = text, *line = text;
 
-	snprintf(self, sizeof(self), " pid=%d ", (int)getpid());
 	while (*line) {
 		char *end = strchrnul(line, '\n');
 		size_t n = end - line + (*end == '\n');
 		bool is = !strncmp(line, prefix, sizeof(prefix) - 1);
 
 		if (is && inflight) {
-			char *from = line + sizeof(prefix) - 1;
-			size_t m = n - (sizeof(prefix) - 1);
-			char saved = *end;
-
-			*end = '\0';
-			if (!strstr(from, self)) {
-				*end = saved;
-				memmove(out, from, m);
-				out += m;
-			} else {
-				*end = saved;
-			}
+			memmove(out, line + sizeof(prefix) - 1, n - (sizeof(prefix) - 1));
+			out += n - (sizeof(prefix) - 1);
 		} else if (!is && !inflight) {
 			memmove(out, line, n);
 			out += n;

@@ -222,6 +222,9 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 	for (unsigned int i = 0; i < s.n; i++) {
 		const struct ufs_inflight_entry *e = &s.e[i];
 
+		/* The control file's opens: this one, taking the snapshot, and its like. */
+		if (e->opcode == FUSE_OPEN && d->fs.control && e->nodeid == d->fs.control->nodeid)
+			continue;
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,
