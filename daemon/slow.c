@@ -214,17 +214,28 @@ static int oldest_first(const void *a, const void *b)
 void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 {
 	uint64_t now = ufs_now_ns();
+	unsigned int kept = 0;
 	struct snap s;
 
-	if (snap_take(d, &s))
-		return;
-	qsort(s.e, s.n, sizeof(*s.e), oldest_first);
+	if (snap_take(d, &s)) {
+		s.n = 0;
+		s.e = NULL;
+	}
+	if (s.n)
+		qsort(s.e, s.n, sizeof(*s.e), oldest_first);
+	/* The control file's opens: this one, taking the snapshot, and its like. */
 	for (unsigned int i = 0; i < s.n; i++) {
 		const struct ufs_inflight_entry *e = &s.e[i];
 
-		/* The control file's opens: this one, taking the snapshot, and its like. */
-		if (e->opcode == FUSE_OPEN && d->fs.control && e->nodeid == d->fs.control->nodeid)
-			continue;
+		if (e->opcode != FUSE_OPEN || !d->fs.control || e->nodeid != d->fs.control->nodeid)
+			s.e[kept++] = *e;
+	}
+	fprintf(f, "inflight_requests %u\n", kept);
+	fprintf(f, "inflight_oldest_ms %llu\n",
+		kept ? (unsigned long long)age_ms(&s.e[0], now) : 0ull);
+	for (unsigned int i = 0; i < kept; i++) {
+		const struct ufs_inflight_entry *e = &s.e[i];
+
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,

@@ -15,7 +15,7 @@ struct ufs_daemon;
 void ufs_slow_watch_start(struct ufs_daemon *d);
 void ufs_slow_watch_stop(struct ufs_daemon *d);
 /*
- * One "inflight OPCODE unique=N nodeid=N pid=N uid=N age_ms=N" line per
+ * "inflight_requests N" and "inflight_oldest_ms N", then one "inflight OPCODE unique=N nodeid=N pid=N uid=N age_ms=N" line per
  * request in flight, oldest first, what they wait for added to those parked
  * on a wait thread (" waiting=lock", " waiting=lease").  The control
  * file's own opens (the one taking this snapshot) are left out.
