@@ -148,6 +148,7 @@ static void *watch_main(void *arg)
 		period = PERIOD_MIN_MS;
 	if (period > PERIOD_MAX_MS)
 		period = PERIOD_MAX_MS;
+	pthread_setname_np(pthread_self(), "uringfs-slow");
 	pthread_mutex_lock(&d->slow.lock);
 	while (!d->slow.stop) {
 		clock_gettime(CLOCK_MONOTONIC, &at);
