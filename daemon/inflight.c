@@ -38,18 +38,19 @@ void ufs_inflight_begin(struct ufs_inflight *t, struct ufs_req *req)
 	/* Odd while written: a reader copying it now throws the copy away. */
 	__atomic_fetch_add(&s->gen, 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	s->e.unique = req->in->unique;
-	s->e.nodeid = req->in->nodeid;
-	s->e.opcode = req->in->opcode;
-	s->e.pid = req->in->pid;
-	s->e.uid = req->in->uid;
+	__atomic_store_n(&s->e.unique, req->in->unique, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.nodeid, req->in->nodeid, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.opcode, req->in->opcode, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.pid, req->in->pid, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.uid, req->in->uid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->e.waiting, UFS_INFLIGHT_WAIT_NONE, __ATOMIC_RELAXED);
-	s->e.name[0] = '\0';
-	if (name) {
-		size_t n = strnlen(name, UFS_INFLIGHT_NAME - 1);
+	/* Byte by byte, as the readers copy it: a short name, at most a few stores. */
+	for (unsigned int i = 0; i < UFS_INFLIGHT_NAME; i++) {
+		char c = name && i < UFS_INFLIGHT_NAME - 1 ? name[i] : '\0';
 
-		memcpy(s->e.name, name, n);
-		s->e.name[n] = '\0';
+		__atomic_store_n(&s->e.name[i], c, __ATOMIC_RELAXED);
+		if (!c)
+			break;
 	}
 	__atomic_store_n(&s->e.arrived_ns, req->arrived_ns ? req->arrived_ns : 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->gen, 1, __ATOMIC_RELEASE);
