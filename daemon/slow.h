@@ -15,10 +15,11 @@ struct ufs_daemon;
 void ufs_slow_watch_start(struct ufs_daemon *d);
 void ufs_slow_watch_stop(struct ufs_daemon *d);
 /*
- * "inflight_requests N" and "inflight_oldest_ms N", then one "inflight OPCODE unique=N nodeid=N pid=N uid=N age_ms=N" line per
- * request in flight, oldest first, what they wait for added to those parked
- * on a wait thread (" waiting=lock", " waiting=lease").  The control
- * file's own opens (the one taking this snapshot) are left out.
+ * "inflight_requests N" and "inflight_oldest_ms N", then one line
+ * "inflight OPCODE unique=N nodeid=N pid=N uid=N age_ms=N" per request in
+ * flight, oldest first, with what it waits for if parked on a wait thread
+ * (" waiting=lock", " waiting=lease").  The control file's own opens (the
+ * one taking this snapshot) are left out.
  */
 void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f);
 
