@@ -24,6 +24,7 @@ enum {
 	OPT_PRINT_CONFIG,
 	OPT_STATS,
 	OPT_FORMAT,
+	OPT_IN_FLIGHT,
 	OPT_VERSION,
 	OPT_ZERO_COPY,
 	OPT_NO_ZERO_COPY,
@@ -41,6 +42,7 @@ static const struct option long_options[] = {
 	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "in-flight", no_argument, NULL, OPT_IN_FLIGHT },
 	{ "zero-copy", no_argument, NULL, OPT_ZERO_COPY },
 	{ "no-zero-copy", no_argument, NULL, OPT_NO_ZERO_COPY },
 	{ "set", required_argument, NULL, OPT_SET },
@@ -56,6 +58,7 @@ static void usage(FILE *out)
 		"       uringfs --check-config FILE\n"
 		"       uringfs --print-config [OPTIONS] [SOURCE MOUNTPOINT]\n"
 		"       uringfs --stats MOUNTPOINT [--format=text|prometheus]\n"
+		"       uringfs --stats MOUNTPOINT --in-flight\n"
 		"\n"
 		"Serve the directory SOURCE at MOUNTPOINT through FUSE, over io_uring where\n"
 		"the kernel offers it.\n"
@@ -74,6 +77,7 @@ static void usage(FILE *out)
 		"                          without unmounting (SOURCE and -o: the running one's)\n"
 		"      --stats MOUNTPOINT  print the counters of a running mount\n"
 		"      --format=prometheus with --stats: Prometheus's text format\n"
+		"      --in-flight         with --stats: the requests in flight, oldest first\n"
 		"  -h, --help              this text\n"
 		"      --version           the version\n",
 		UFS_DEFAULT_CONFIG);
@@ -161,6 +165,9 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 			cli->stats_prometheus = !strcmp(optarg, "prometheus");
 			format_given = true;
 			break;
+		case OPT_IN_FLIGHT:
+			cli->stats_inflight = true;
+			break;
 		case OPT_ZERO_COPY:
 		case OPT_NO_ZERO_COPY:
 			if (cli_set(d, "zero_copy", c == OPT_ZERO_COPY ? "on" : "off"))
@@ -197,6 +204,10 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	}
 	if (format_given && !cli->stats_mountpoint) {
 		fprintf(stderr, "uringfs: --format is for --stats\n");
+		return 1;
+	}
+	if (cli->stats_inflight && (!cli->stats_mountpoint || cli->stats_prometheus)) {
+		fprintf(stderr, "uringfs: --in-flight is for --stats in text format\n");
 		return 1;
 	}
 	if (cli->check_config || cli->stats_mountpoint)
@@ -257,6 +268,34 @@ int ufs_cli_check_config(const char *path)
 	return 0;
 }
 
+/*
+ * The control file's "inflight ..." lines (slow.c): with --in-flight only
+ * those, without the prefix; else every line but those.  In place; the
+ * new length.
+ */
+static size_t inflight_filter(char *text, bool inflight)
+{
+	static const char prefix[] = "inflight ";
+	char *out = text, *line = text;
+
+	while (*line) {
+		char *end = strchrnul(line, '\n');
+		size_t n = end - line + (*end == '\n');
+		bool is = !strncmp(line, prefix, sizeof(prefix) - 1);
+
+		if (is && inflight) {
+			memmove(out, line + sizeof(prefix) - 1, n - (sizeof(prefix) - 1));
+			out += n - (sizeof(prefix) - 1);
+		} else if (!is && !inflight) {
+			memmove(out, line, n);
+			out += n;
+		}
+		line += n;
+	}
+	*out = '\0';
+	return out - text;
+}
+
 int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 {
 	const char *mountpoint = cli->stats_mountpoint;
@@ -301,6 +340,7 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 		free(text);
 		return 1;
 	}
+	len = inflight_filter(text, cli->stats_inflight);
 	if (cli->stats_prometheus)
 		ret = ufs_stats_prometheus(text, mountpoint, stdout);
 	else

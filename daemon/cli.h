@@ -14,6 +14,7 @@ struct ufs_cli {
 	const char *check_config;	/* --check-config FILE */
 	const char *stats_mountpoint;	/* --stats MOUNTPOINT */
 	bool stats_prometheus;		/* --format=prometheus */
+	bool stats_inflight;		/* --in-flight: the requests in flight only */
 	bool print_config;
 	bool debug;
 	bool take_over;			/* --take-over [SOURCE] MOUNTPOINT */

@@ -70,6 +70,7 @@ static const struct ufs_opt opts[] = {
 	ENUM("log_level", "general", log_level, log_names, "info"),
 	OPT("stats_file", "general", UFS_OPT_NAME, stats_file, 0, 0, NULL, ".uringfs"),
 	BOOL("handover", "general", handover, "on"),
+	OPT("slow_request_ms", "general", UFS_OPT_UINT, slow_request_ms, 0, 3600000, NULL, "5000"),
 
 	OPT("workers", "workers", UFS_OPT_UINT, workers, 0, 256, NULL, "0"),
 	OPT("cpus", "workers", UFS_OPT_CPULIST, cpus, 0, 0, NULL, ""),

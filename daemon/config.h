@@ -83,6 +83,7 @@ struct ufs_config {
 	int log_level;			/* enum ufs_log_level */
 	char stats_file[NAME_MAX + 1];	/* control file name at the root, "" = off */
 	bool handover;			/* keep the hand-over record; accept take-overs */
+	unsigned int slow_request_ms;	/* log requests in flight longer (slow.c), 0: off */
 
 	/* [workers] */
 	unsigned int workers;		/* 0: one per online CPU */

@@ -13,6 +13,7 @@
 #define UFS_DAEMON_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -81,6 +82,16 @@ static inline const char *ufs_zero_copy_state_name(enum ufs_zero_copy_state s)
 
 struct ufs_uring;
 
+/* The slow request watch's thread (slow.c); d->slow, the main thread starts and stops it. */
+struct ufs_slow_watch {
+	pthread_t thread;
+	bool started;
+	bool stop;			/* under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* stop was set */
+	uint64_t warned;		/* slow requests logged (atomic) */
+};
+
 struct ufs_daemon {
 	struct ufs_config cfg;
 	struct ufs_mount_opts mount_opts;
@@ -110,6 +121,7 @@ struct ufs_daemon {
 	unsigned int workers_alloc;	/* entries in workers[] */
 	struct ufs_worker *workers;
 	struct ufs_worker dev_reader;	/* io_uring: the /dev/fuse reader */
+	struct ufs_slow_watch slow;	/* slow_request_ms's thread (slow.c) */
 
 	bool stopping;			/* workers: leave on the next wake-up */
 	int event_fd;			/* workers tell the main loop the connection ended */

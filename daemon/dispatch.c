@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "clock.h"
 #include "creds.h"
 #include "decode.h"
 #include "dispatch.h"
 #include "fs.h"
+#include "inflight.h"
 #include "log.h"
 #include "worker.h"
 
@@ -131,6 +133,8 @@ void ufs_req_done(struct ufs_req *req, ssize_t res)
 {
 	struct ufs_stats *st = req_stats(req);
 
+	/* Off the in-flight list before the caller can see the reply. */
+	ufs_inflight_end(req);
 	if (req->inode) {
 		ufs_inode_put(&req->fs->inodes, req->inode);
 		req->inode = NULL;
@@ -183,6 +187,8 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 	ssize_t res;
 	int ret;
 
+	req->arrived_ns = ufs_now_ns();
+	req->inflight = NULL;
 	req->fs = fs;
 	req->complete = ufs_req_done;
 	req->inode = NULL;
@@ -202,6 +208,8 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 		ufs_req_done(req, ret);
 		return;
 	}
+	if (req->worker)
+		ufs_inflight_begin(&req->worker->inflight, req);
 	if (req->in->opcode >= HANDLER_COUNT || !handlers[req->in->opcode]) {
 		ufs_req_done(req, -ENOSYS);
 		return;

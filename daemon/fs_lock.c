@@ -28,6 +28,7 @@
 #include "fs.h"
 #include "fs_lock.h"
 #include "fs_shared.h"
+#include "inflight_state.h"
 #include "lockdep.h"
 #include "log.h"
 #include "wait.h"
@@ -372,6 +373,7 @@ static const struct ufs_wait_ops lock_wait_ops = {
 	.run = lock_wait_run,
 	.done = lock_wait_done,
 	.timeout_error = -EDEADLK,	/* never: locks and request_timeout exclude each other */
+	.waits_for = UFS_INFLIGHT_WAIT_LOCK,
 };
 
 ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)

@@ -22,6 +22,7 @@
 #include "fs_file.h"
 #include "fs_lock.h"
 #include "fs_shared.h"
+#include "inflight_state.h"
 #include "io_path.h"
 #include "log.h"
 #include "wait.h"
@@ -183,6 +184,7 @@ static const struct ufs_wait_ops open_wait_ops = {
 	.run = open_wait_run,
 	.done = open_wait_done,
 	.timeout_error = -EWOULDBLOCK,	/* as an O_NONBLOCK open would answer */
+	.waits_for = UFS_INFLIGHT_WAIT_LEASE,
 };
 
 ssize_t ufs_op_open(struct ufs_fs *fs, struct ufs_req *req)

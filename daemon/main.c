@@ -43,6 +43,7 @@
 #include "notify.h"
 #include "process.h"
 #include "remount.h"
+#include "slow.h"
 #include "transport.h"
 #include "worker.h"
 
@@ -171,6 +172,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	if (inherited)
 		ufs_handover_serving(d, &ready_fd);
 	ufs_daemon_prune_start(d);
+	ufs_slow_watch_start(d);
 	/*
 	 * The take-over socket before anyone hears "ready": a start finding the
 	 * mount dead (its socket there, nobody listening) may take it away, and
@@ -187,6 +189,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_notify_ready(d);
 
 	ufs_main_loop(d, &sigs, listen_fd);
+	ufs_slow_watch_stop(d);
 	ufs_daemon_prune_stop(d);
 	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
 		return 0;	/* everything is the successor's now: leave it all as it is */

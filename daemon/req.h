@@ -32,6 +32,7 @@ struct ufs_worker;
 struct ufs_fs;
 struct ufs_inode;
 struct ufs_copy_job;
+struct ufs_inflight_slot;
 
 /* Decoded request arguments; every pointer is inside the request, every length checked. */
 struct ufs_args {
@@ -114,6 +115,9 @@ struct ufs_req {
 	struct ufs_worker *worker;	/* back pointer: the worker serving it */
 	struct ufs_fs *fs;
 	const struct fuse_in_header *in;
+	uint64_t arrived_ns;		/* CLOCK_MONOTONIC ns (clock.h), set as dispatch takes it */
+	/* its slot in the worker's in-flight table (inflight.h), or NULL: untracked */
+	struct ufs_inflight_slot *inflight;
 	struct ufs_inode *inode;	/* in->nodeid, referenced while the request lives */
 	bool noreply;			/* FORGET and friends: the kernel expects no answer */
 	/*

@@ -12,6 +12,7 @@
 #include "decode.h"
 #include "log.h"
 #include "inode_prune.h"
+#include "slow.h"
 #include "stats.h"
 
 void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src)
@@ -103,6 +104,18 @@ static void put_start(FILE *f, struct ufs_daemon *d)
 	fprintf(f, "cfr_reason %s\n", d->cfr_why ? d->cfr_why : "none");
 }
 
+/* Requests that found their worker's in-flight table full (inflight.h). */
+static uint64_t inflight_untracked(struct ufs_daemon *d)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		n += __atomic_load_n(&d->workers[i].inflight.untracked, __ATOMIC_RELAXED);
+	if (d->transport == UFS_TRANSPORT_URING)
+		n += __atomic_load_n(&d->dev_reader.inflight.untracked, __ATOMIC_RELAXED);
+	return n;
+}
+
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 {
 	struct ufs_stats total;
@@ -185,6 +198,10 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		snprintf(prefix, sizeof(prefix), "worker%u_", i);
 		put_counters(f, prefix, &d->workers[i].stats);
 	}
+	put_u64(f, "slow_request_ms", d->cfg.slow_request_ms);
+	put_u64(f, "slow_requests", __atomic_load_n(&d->slow.warned, __ATOMIC_RELAXED));
+	put_u64(f, "inflight_untracked", inflight_untracked(d));
+	ufs_slow_inflight_text(d, f);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;

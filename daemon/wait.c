@@ -31,6 +31,7 @@
 
 #include "caller.h"
 #include "fs.h"
+#include "inflight.h"
 #include "interrupt.h"
 #include "log.h"
 #include "init_negotiate.h"
@@ -213,6 +214,8 @@ int ufs_wait_start(struct ufs_waits *ws, struct ufs_req *req, const struct ufs_w
 		if (ret)
 			return ret;
 	}
+	/* The in-flight list says what it waits for (a lock: not called slow, slow.c). */
+	ufs_inflight_waiting(req, ops->waits_for);
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;

@@ -42,6 +42,8 @@ struct ufs_wait_ops {
 	ssize_t (*done)(struct ufs_req *req, void *arg, ssize_t ret);
 	/* What a wait that must end before request_timeout answers. */
 	int timeout_error;
+	/* enum ufs_inflight_wait: what the in-flight list says it waits for */
+	uint8_t waits_for;
 };
 
 /*

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "counters.h"
+#include "inflight_state.h"
 
 struct ufs_daemon;
 struct ufs_copy_lane;
@@ -60,6 +61,7 @@ struct ufs_worker {
 	void *xpriv;			/* transport state of this worker */
 	struct ufs_copy_lane *copy_lane; /* its copies (copy.c), or NULL before the first */
 	struct ufs_stats stats;
+	struct ufs_inflight inflight;	/* its requests in flight (inflight.h: no lock) */
 	int cpu;			/* pinned CPU, -1: none */
 	bool batched;			/* a ring's: one wait gives it many requests; set before it starts */
 	/* written by its own thread, read by others (atomic) */

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Slow requests named (slow_request_ms).  Every worker keeps a table of its
+ * requests in flight with their arrival times (inflight.h), written
+ * without a lock on the request path; this thread reads the tables a few
+ * times per threshold and logs, once per request, those in flight longer
+ * than it: opcode, node id, the path the daemon knows (inode_path.c, plus
+ * the request's name argument), the caller's pid and uid, and for how long.
+ * A request waiting by design (a blocking POSIX or flock lock, parked on a
+ * wait thread) is listed in flight but not logged: it waits for another
+ * process, not for the daemon nor its backing file system.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "decode.h"
+#include "inflight.h"
+#include "inode_path.h"
+#include "log.h"
+#include "slow.h"
+
+/* Checked this often, within bounds: a request is named at most a period late. */
+#define PERIOD_MIN_MS 50u
+#define PERIOD_MAX_MS 1000u
+
+struct snap {
+	struct ufs_inflight_entry *e;
+	uint64_t *ids;
+	struct ufs_inflight **table; /* the table each entry came from */
+	unsigned int n, cap;
+};
+
+static void snap_worker(struct snap *s, struct ufs_worker *w)
+{
+	unsigned int got;
+
+	if (s->n + UFS_INFLIGHT_SLOTS > s->cap)
+		return;
+	got = ufs_inflight_snapshot(&w->inflight, s->e + s->n, s->ids + s->n, UFS_INFLIGHT_SLOTS);
+	for (unsigned int i = 0; i < got; i++)
+		s->table[s->n + i] = &w->inflight;
+	s->n += got;
+}
+
+/* Every worker's requests in flight (and the io_uring transport's /dev/fuse reader's). */
+static int snap_take(struct ufs_daemon *d, struct snap *s)
+{
+	unsigned int nw = d->nworkers + 1;
+
+	memset(s, 0, sizeof(*s));
+	s->cap = nw * UFS_INFLIGHT_SLOTS;
+	s->e = calloc(s->cap, sizeof(*s->e));
+	s->ids = calloc(s->cap, sizeof(*s->ids));
+	s->table = calloc(s->cap, sizeof(*s->table));
+	if (!s->e || !s->ids || !s->table) {
+		free(s->e);
+		free(s->ids);
+		free(s->table);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < d->nworkers; i++)
+		snap_worker(s, &d->workers[i]);
+	if (d->transport == UFS_TRANSPORT_URING)
+		snap_worker(s, &d->dev_reader);
+	return 0;
+}
+
+static void snap_free(struct snap *s)
+{
+	free(s->e);
+	free(s->ids);
+	free(s->table);
+}
+
+static uint64_t age_ms(const struct ufs_inflight_entry *e, uint64_t now)
+{
+	return now > e->arrived_ns ? (now - e->arrived_ns) / 1000000u : 0;
+}
+
+static const char *wait_text(uint8_t what)
+{
+	switch (what) {
+	case UFS_INFLIGHT_WAIT_LOCK:
+		return ", waiting for a lock";
+	case UFS_INFLIGHT_WAIT_LEASE:
+		return ", waiting for a lease to be given up";
+	default:
+		return "";
+	}
+}
+
+/* Its in-flight list's word for it. */
+static const char *wait_tag(uint8_t what)
+{
+	switch (what) {
+	case UFS_INFLIGHT_WAIT_LOCK:
+		return " waiting=lock";
+	case UFS_INFLIGHT_WAIT_LEASE:
+		return " waiting=lease";
+	default:
+		return "";
+	}
+}
+
+static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, uint64_t now)
+{
+	char path[4096];
+
+	if (ufs_inode_path(&d->fs.inodes, e->nodeid, path, sizeof(path)))
+		snprintf(path, sizeof(path), "?");
+	__atomic_fetch_add(&d->slow.warned, 1, __ATOMIC_RELAXED);
+	ufs_warn("slow request: %s unique=%llu nodeid=%llu path=%s%s%s pid=%u uid=%u "
+		 "in flight for %llu ms%s (slow_request_ms=%u)",
+		 ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
+		 (unsigned long long)e->nodeid, path, e->name[0] ? "/" : "", e->name, e->pid,
+		 e->uid, (unsigned long long)age_ms(e, now), wait_text(e->waiting),
+		 d->cfg.slow_request_ms);
+}
+
+static void check_once(struct ufs_daemon *d)
+{
+	uint64_t limit = (uint64_t)d->cfg.slow_request_ms * 1000000u;
+	uint64_t now = ufs_now_ns();
+	struct snap s;
+
+	if (snap_take(d, &s))
+		return;
+	for (unsigned int i = 0; i < s.n; i++) {
+		if (s.e[i].waiting == UFS_INFLIGHT_WAIT_LOCK || now < s.e[i].arrived_ns + limit)
+			continue;
+		if (ufs_inflight_warn_once(s.table[i], s.ids[i]))
+			warn_slow(d, &s.e[i], now);
+	}
+	snap_free(&s);
+}
+
+static void *watch_main(void *arg)
+{
+	struct ufs_daemon *d = arg;
+	unsigned int period = d->cfg.slow_request_ms / 4;
+	struct timespec at;
+
+	if (period < PERIOD_MIN_MS)
+		period = PERIOD_MIN_MS;
+	if (period > PERIOD_MAX_MS)
+		period = PERIOD_MAX_MS;
+	pthread_setname_np(pthread_self(), "uringfs-slow");
+	pthread_mutex_lock(&d->slow.lock);
+	while (!d->slow.stop) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_nsec += (long)(period % 1000) * 1000000;
+		at.tv_sec += period / 1000 + at.tv_nsec / 1000000000;
+		at.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&d->slow.cond, &d->slow.lock, &at);
+		if (d->slow.stop)
+			break;
+		pthread_mutex_unlock(&d->slow.lock);
+		check_once(d);
+		pthread_mutex_lock(&d->slow.lock);
+	}
+	pthread_mutex_unlock(&d->slow.lock);
+	return NULL;
+}
+
+void ufs_slow_watch_start(struct ufs_daemon *d)
+{
+	struct ufs_slow_watch *w = &d->slow;
+	pthread_condattr_t attr;
+	int ret;
+
+	if (!d->cfg.slow_request_ms || w->started)
+		return;
+	w->stop = false;
+	if (pthread_condattr_init(&attr))
+		goto fail;
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	ret = pthread_cond_init(&w->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (ret || pthread_mutex_init(&w->lock, NULL))
+		goto fail;
+	if (pthread_create(&w->thread, NULL, watch_main, d))
+		goto fail;
+	w->started = true;
+	return;
+fail:
+	ufs_warn("slow_request_ms: no watch thread: slow requests are not logged "
+		 "(the control file still lists those in flight)");
+}
+
+void ufs_slow_watch_stop(struct ufs_daemon *d)
+{
+	struct ufs_slow_watch *w = &d->slow;
+
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+static int oldest_first(const void *a, const void *b)
+{
+	const struct ufs_inflight_entry *x = a, *y = b;
+
+	return x->arrived_ns < y->arrived_ns ? -1 : x->arrived_ns > y->arrived_ns;
+}
+
+void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
+{
+	uint64_t now = ufs_now_ns();
+	unsigned int kept = 0;
+	struct snap s;
+
+	if (snap_take(d, &s)) {
+		s.n = 0;
+		s.e = NULL;
+	}
+	if (s.n)
+		qsort(s.e, s.n, sizeof(*s.e), oldest_first);
+	/* The control file's opens: this one, taking the snapshot, and its like. */
+	for (unsigned int i = 0; i < s.n; i++) {
+		const struct ufs_inflight_entry *e = &s.e[i];
+
+		if (e->opcode != FUSE_OPEN || !d->fs.control || e->nodeid != d->fs.control->nodeid)
+			s.e[kept++] = *e;
+	}
+	fprintf(f, "inflight_requests %u\n", kept);
+	fprintf(f, "inflight_oldest_ms %llu\n",
+		kept ? (unsigned long long)age_ms(&s.e[0], now) : 0ull);
+	for (unsigned int i = 0; i < kept; i++) {
+		const struct ufs_inflight_entry *e = &s.e[i];
+
+		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
+			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
+			(unsigned long long)e->nodeid, e->pid, e->uid,
+			(unsigned long long)age_ms(e, now), wait_tag(e->waiting));
+	}
+	snap_free(&s);
+}
