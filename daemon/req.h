@@ -112,6 +112,11 @@ struct ufs_req {
 	 */
 	void (*complete)(struct ufs_req *req, ssize_t res);
 	struct ufs_worker *worker;	/* back pointer: the worker serving it */
+	/*
+	 * When the dispatcher got it (clock.h: CLOCK_MONOTONIC ns); 0 once
+	 * its reply went (dispatch.c: ufs_req_replied) or before dispatch.
+	 */
+	uint64_t arrived_ns;
 	struct ufs_fs *fs;
 	const struct fuse_in_header *in;
 	struct ufs_inode *inode;	/* in->nodeid, referenced while the request lives */
