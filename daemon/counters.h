@@ -80,8 +80,8 @@ static inline unsigned int ufs_lat_bucket(uint64_t ns)
 }
 
 /* One duration into a histogram of hists[UFS_OPCODE_MAX] and its sums. */
-static inline void ufs_lat_add(uint64_t (*hists)[UFS_LAT_BUCKETS], uint64_t *sums,
-			       uint32_t opcode, uint64_t ns)
+static inline void ufs_lat_add(uint64_t (*hists)[UFS_LAT_BUCKETS], uint64_t *sums, uint32_t opcode,
+			       uint64_t ns)
 {
 	unsigned int op = opcode < UFS_OPCODE_MAX ? opcode : 0;
 

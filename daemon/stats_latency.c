@@ -23,9 +23,9 @@ static double quantile_us(const uint64_t *hist, uint64_t count, double q)
 
 		if (hist[k] && (double)(below + hist[k]) >= rank) {
 			if (k == UFS_LAT_FINITE)
-				return lower;	/* past the last bound: as Prometheus does */
-			return lower + (bound_us(k) - lower) * (rank - (double)below) /
-					       (double)hist[k];
+				return lower; /* past the last bound: as Prometheus does */
+			return lower +
+			       (bound_us(k) - lower) * (rank - (double)below) / (double)hist[k];
 		}
 		below += hist[k];
 	}
