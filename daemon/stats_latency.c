@@ -32,9 +32,32 @@ static double quantile_us(const uint64_t *hist, uint64_t count, double q)
 	return 0;
 }
 
+/* v in decimal at p; returns the end.  (snprintf per number is most of a read's cost.) */
+static char *put_dec(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_str(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
 static void put_hist(FILE *f, const char *kind, unsigned int op, const uint64_t *hist,
 		     uint64_t sum_ns)
 {
+	/* kind, name (< 32), 4 labelled numbers and 13 buckets of at most 20 digits */
+	char line[64 + 4 * 32 + UFS_LAT_BUCKETS * 21], *p = line;
 	const char *name = ufs_opcode_name(op);
 	uint64_t count = 0;
 
@@ -42,15 +65,23 @@ static void put_hist(FILE *f, const char *kind, unsigned int op, const uint64_t 
 		count += hist[k];
 	if (!count)
 		return;
-	fprintf(f, "latency_%s_", kind);
+	p = put_str(p, "latency_");
+	p = put_str(p, kind);
+	*p++ = '_';
 	for (; *name; name++)
-		fputc(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name, f);
-	fprintf(f, " count=%llu sum_ns=%llu p50_us=%.0f p99_us=%.0f buckets=",
-		(unsigned long long)count, (unsigned long long)sum_ns,
-		quantile_us(hist, count, 0.5), quantile_us(hist, count, 0.99));
-	for (unsigned int k = 0; k < UFS_LAT_BUCKETS; k++)
-		fprintf(f, "%s%llu", k ? "," : "", (unsigned long long)hist[k]);
-	fputc('\n', f);
+		*p++ = *name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name;
+	p = put_dec(put_str(p, " count="), count);
+	p = put_dec(put_str(p, " sum_ns="), sum_ns);
+	p = put_dec(put_str(p, " p50_us="), (uint64_t)(quantile_us(hist, count, 0.5) + 0.5));
+	p = put_dec(put_str(p, " p99_us="), (uint64_t)(quantile_us(hist, count, 0.99) + 0.5));
+	p = put_str(p, " buckets=");
+	for (unsigned int k = 0; k < UFS_LAT_BUCKETS; k++) {
+		if (k)
+			*p++ = ',';
+		p = put_dec(p, hist[k]);
+	}
+	*p++ = '\n';
+	fwrite(line, 1, (size_t)(p - line), f);
 }
 
 void ufs_stats_latency(FILE *f, const struct ufs_stats *total)
