@@ -3,9 +3,12 @@
 `uringfs --stats --format=prometheus`'s request_duration_seconds and
 backing_duration_seconds histograms (counters.h, stats_latency.c)."""
 
+import fcntl
 import os
 import re
 import subprocess
+import sys
+import time
 
 import ufs
 from ufs import case, check, check_eq
@@ -118,3 +121,43 @@ def slow_backing_call_in_a_high_bucket():
             fast = dict(h['buckets'])['0.065536']
             check(h['count'] - fast >= 1, f'{family}: mkdir buckets {h["buckets"]}')
             check(h['sum'] >= 0.25, f'{family}: mkdir _sum {h["sum"]}')
+
+
+@case(mount=False)
+def answered_later_measured_to_the_reply():
+    """A F_SETLKW that waits 0.5 s in the daemon for another process's lock: the daemon
+    queues it to a wait thread, which answers it once the lock is free.
+    The request histogram has it above 64 ms (measured to its reply); the
+    backing one only the handler's time, well below the wait."""
+    ufs.require_daemon()
+    with ufs.Mount(opts='posix_locks=on') as m:
+        path = f'{m.mnt}/locked'
+        ufs.write_file(path, b'x')
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            waiter = subprocess.Popen(
+                [sys.executable, '-c', 'import fcntl, os, sys\n'
+                 'fd = os.open(sys.argv[1], os.O_RDWR)\n'
+                 'print("waiting", flush=True)\n'
+                 'fcntl.lockf(fd, fcntl.LOCK_EX)\n', path],
+                stdout=subprocess.PIPE, text=True)
+            check_eq(waiter.stdout.readline(), 'waiting\n', 'the waiter started')
+            deadline = time.monotonic() + 30
+            while m.stats()['op_setlkw'] < 1:
+                check(time.monotonic() < deadline, 'no SETLKW reached the daemon in 30 s')
+                time.sleep(0.02)
+            time.sleep(0.5)     # the SETLKW waits in the daemon meanwhile
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+            check_eq(waiter.wait(timeout=30), 0, 'the waiter got the lock')
+        finally:
+            os.close(fd)
+        hists = prometheus(m)
+        request = hists['uringfs_request_duration_seconds'].get('setlkw')
+        backing = hists['uringfs_backing_duration_seconds'].get('setlkw')
+        check(request and backing, f'setlkw histograms: {request}, {backing}')
+        fast = dict(request['buckets'])['0.065536']
+        check(request['count'] - fast >= 1, f'request setlkw buckets {request["buckets"]}')
+        check(request['sum'] >= 0.3, f'request setlkw _sum {request["sum"]}')
+        check(backing['sum'] < request['sum'] / 2,
+              f'backing setlkw _sum {backing["sum"]}, request {request["sum"]}')
