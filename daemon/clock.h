@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The clock requests are timed with: CLOCK_MONOTONIC, in nanoseconds
- * (a request's arrived_ns, the in-flight table, the slow request watch).
+ * The request clock: CLOCK_MONOTONIC in nanoseconds (a vDSO read, no
+ * system call), for a request's arrival (struct ufs_req: arrived_ns), the
+ * latency histograms (counters.h), the in-flight table and the slow
+ * request watch.
  */
 #ifndef UFS_CLOCK_H
 #define UFS_CLOCK_H
@@ -11,10 +13,10 @@
 
 static inline uint64_t ufs_now_ns(void)
 {
-	struct timespec now;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #endif /* UFS_CLOCK_H */

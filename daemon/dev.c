@@ -179,6 +179,7 @@ static void dev_reply(struct ufs_req *req, int error, size_t len)
 	struct dev_slot *slot = (struct dev_slot *)((char *)req - offsetof(struct dev_slot, req));
 	int ret;
 
+	ufs_req_replied(req);
 	if (!req->noreply) {
 		ret = ufs_dev_write_reply(slot->dw->fd, req->in->unique, error, req->out, len);
 		/*

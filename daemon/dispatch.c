@@ -158,6 +158,34 @@ void ufs_req_done(struct ufs_req *req, ssize_t res)
 		req->xops->reply(req, 0, res);
 }
 
+void ufs_req_replied(struct ufs_req *req)
+{
+	struct ufs_stats *st = req_stats(req);
+	uint64_t arrived = req->arrived_ns;
+
+	if (!arrived)
+		return;
+	req->arrived_ns = 0;
+	if (st)
+		ufs_lat_add(st->lat.request, st->lat.request_ns, req->in->opcode,
+			    ufs_now_ns() - arrived);
+}
+
+/* The handler, timed: the backing histogram (counters.h). */
+static ssize_t run_timed(struct ufs_fs *fs, struct ufs_req *req)
+{
+	struct ufs_stats *st = req_stats(req);
+	uint32_t opcode = req->in->opcode;
+	uint64_t start = ufs_now_ns();
+	ssize_t res;
+
+	res = run_handler(fs, req);
+	/* A queued request may be done and gone already: only the locals are safe. */
+	if (st)
+		ufs_lat_add(st->lat.backing, st->lat.backing_ns, opcode, ufs_now_ns() - start);
+	return res;
+}
+
 static void count_request(struct ufs_req *req)
 {
 	struct ufs_stats *st = req_stats(req);
@@ -226,7 +254,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 			return;
 		}
 	}
-	res = run_handler(fs, req);
+	res = run_timed(fs, req);
 	if (res != -UFS_EQUEUED)
 		ufs_req_done(req, res);
 }

@@ -113,9 +113,13 @@ struct ufs_req {
 	 */
 	void (*complete)(struct ufs_req *req, ssize_t res);
 	struct ufs_worker *worker;	/* back pointer: the worker serving it */
+	/*
+	 * When the dispatcher got it (clock.h: CLOCK_MONOTONIC ns); 0 once
+	 * its reply went (dispatch.c: ufs_req_replied) or before dispatch.
+	 */
+	uint64_t arrived_ns;
 	struct ufs_fs *fs;
 	const struct fuse_in_header *in;
-	uint64_t arrived_ns;		/* CLOCK_MONOTONIC ns (clock.h), set as dispatch takes it */
 	/* its slot in the worker's in-flight table (inflight.h), or NULL: untracked */
 	struct ufs_inflight_slot *inflight;
 	struct ufs_inode *inode;	/* in->nodeid, referenced while the request lives */

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "dispatch.h"
 #include "log.h"
 #include "ring_ent.h"
 #include "ring_io.h"
@@ -25,6 +26,7 @@ void ring_commit(struct ring_worker *rw, struct ring_ent *ent, int error, size_t
 	struct ufs_uring_cmd_req *cmd;
 	struct io_uring_sqe *sqe;
 
+	ufs_req_replied(&ent->req);	/* before out overwrites in */
 	if (ent->state == RING_ENT_HELD)
 		__atomic_sub_fetch(&ent->q->owner_q->held, 1, __ATOMIC_RELAXED);
 	/* No-reply requests are committed too, or their caller waits forever. */

@@ -14,6 +14,7 @@
 #include "inode_prune.h"
 #include "slow.h"
 #include "stats.h"
+#include "stats_latency.h"
 
 void ufs_stats_sum(struct ufs_stats *dst, const struct ufs_stats *src)
 {
@@ -118,16 +119,21 @@ static uint64_t inflight_untracked(struct ufs_daemon *d)
 
 char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 {
-	struct ufs_stats total;
+	/* Some 15 KiB with the latency histograms: not on a small thread stack. */
+	struct ufs_stats *sum = malloc(sizeof(*sum));
 	struct ufs_exports exports;
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f;
 
-	f = open_memstream(&buf, &size);
-	if (!f)
+	if (!sum)
 		return NULL;
-	ufs_stats_total(d, &total);
+	f = open_memstream(&buf, &size);
+	if (!f) {
+		free(sum);
+		return NULL;
+	}
+	ufs_stats_total(d, sum);
 	fprintf(f, "transport %s\n", d->transport == UFS_TRANSPORT_URING ? "uring" : "dev");
 	fprintf(f, "queue_mode %s\n", ufs_queue_mode_name(d->queue_mode));
 	fprintf(f, "workers %u\n", d->nworkers);
@@ -140,27 +146,27 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		"unused" : ufs_passthrough_state_name(d->fs.pt.state));
 	fprintf(f, "protocol 7.%u\n", d->conn.minor);
 	put_start(f, d);
-	put_counters(f, "", &total);
-	put_u64(f, "bad_requests", total.bad_requests);
-	put_u64(f, "interrupts", total.interrupts);
-	put_u64(f, "fallbacks", total.fallbacks);
-	put_u64(f, "zc_reads", total.zc_reads);
-	put_u64(f, "zc_read_bytes", total.zc_read_bytes);
-	put_u64(f, "zc_writes", total.zc_writes);
-	put_u64(f, "zc_write_bytes", total.zc_write_bytes);
-	put_u64(f, "bounce_reads", total.bounce_reads);
-	put_u64(f, "bounce_writes", total.bounce_writes);
-	put_u64(f, "copied_reads", total.copied_reads);
-	put_u64(f, "copied_writes", total.copied_writes);
-	put_u64(f, "cfr_ring", total.cfr_ring);
-	put_u64(f, "cfr_thread", total.cfr_thread);
-	put_u64(f, "cfr_sync", total.cfr_sync);
-	put_u64(f, "cfr_cancelled", total.cfr_cancelled);
-	put_u64(f, "cfr_bytes", total.cfr_bytes);
-	put_u64(f, "cfr_fallback", total.cfr_fallback);
-	put_u64(f, "opens_passthrough", total.opens_passthrough);
-	put_u64(f, "opens_zero_copy", total.opens_zero_copy);
-	put_u64(f, "opens_copy", total.opens_copy);
+	put_counters(f, "", sum);
+	put_u64(f, "bad_requests", sum->bad_requests);
+	put_u64(f, "interrupts", sum->interrupts);
+	put_u64(f, "fallbacks", sum->fallbacks);
+	put_u64(f, "zc_reads", sum->zc_reads);
+	put_u64(f, "zc_read_bytes", sum->zc_read_bytes);
+	put_u64(f, "zc_writes", sum->zc_writes);
+	put_u64(f, "zc_write_bytes", sum->zc_write_bytes);
+	put_u64(f, "bounce_reads", sum->bounce_reads);
+	put_u64(f, "bounce_writes", sum->bounce_writes);
+	put_u64(f, "copied_reads", sum->copied_reads);
+	put_u64(f, "copied_writes", sum->copied_writes);
+	put_u64(f, "cfr_ring", sum->cfr_ring);
+	put_u64(f, "cfr_thread", sum->cfr_thread);
+	put_u64(f, "cfr_sync", sum->cfr_sync);
+	put_u64(f, "cfr_cancelled", sum->cfr_cancelled);
+	put_u64(f, "cfr_bytes", sum->cfr_bytes);
+	put_u64(f, "cfr_fallback", sum->cfr_fallback);
+	put_u64(f, "opens_passthrough", sum->opens_passthrough);
+	put_u64(f, "opens_zero_copy", sum->opens_zero_copy);
+	put_u64(f, "opens_copy", sum->opens_copy);
 	put_u64(f, "backing_ids", __atomic_load_n(&d->fs.pt.backing_ids, __ATOMIC_RELAXED));
 	put_u64(f, "fds_share", d->fs.budget.share);
 	put_u64(f, "fds_charged", __atomic_load_n(&d->fs.budget.pooled, __ATOMIC_RELAXED));
@@ -169,12 +175,12 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 		char name[48];
 
 		snprintf(name, sizeof(name), "passthrough_refused_%s", ufs_pt_refusal_name(i));
-		put_u64(f, name, total.pt_refused[i]);
+		put_u64(f, name, sum->pt_refused[i]);
 	}
 	fprintf(f, "handover %s\n", ufs_record_kept(&d->record) ? "on" : "off");
 	put_u64(f, "restarts", ufs_record_kept(&d->record) ?
 		__atomic_load_n(&d->record.hdr->restarts, __ATOMIC_RELAXED) : 0);
-	put_u64(f, "requests_replayed", total.requests_replayed);
+	put_u64(f, "requests_replayed", sum->requests_replayed);
 	put_cache(f, &d->fs.coherence);
 	put_u64(f, "inodes", ufs_inode_count(&d->fs.inodes));
 	put_u64(f, "inode_limit", d->cfg.inode_limit);
@@ -191,7 +197,9 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "export_stale", exports.stale);
 	put_u64(f, "export_expired", exports.expired);
 	for (unsigned int op = 1; op < UFS_OPCODE_MAX; op++)
-		put_op(f, op, total.requests[op]);
+		put_op(f, op, sum->requests[op]);
+	ufs_stats_latency(f, sum);
+	free(sum);
 	for (unsigned int i = 0; i < d->nworkers; i++) {
 		char prefix[32];
 

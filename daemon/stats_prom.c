@@ -11,6 +11,9 @@
  *   worker1_errors 2           -> uringfs_worker_errors_total{...,worker="1"} 2
  *   cache_coherence 1          -> uringfs_cache_coherence{...,reason="..."} 1
  *     (the reason from the cache_coherence_reason line)
+ *   latency_request_lookup count=40 sum_ns=... buckets=0,31,9,...
+ *                              -> uringfs_request_duration_seconds_bucket{...,op="lookup",le=...}
+ *                                 (and _sum, _count; latency_backing_*: backing_duration_seconds)
  *
  * Every sample carries mountpoint="...", so one collector directory can hold
  * the files of several mounts.  The format wants each family's samples
@@ -37,6 +40,23 @@ static const char *const gauges[] = {
 
 /* A line that labels another one's sample, not the info line. */
 #define REASON_LINE "cache_coherence_reason"
+/* Histogram lines (stats_latency.h), not the info line's either. */
+#define LATENCY_LINE "latency_"
+
+/* The buckets' bounds in seconds: 4 us * 4^k (counters.h). */
+static const char *const lat_le[] = {
+	"4e-06",    "1.6e-05",	"6.4e-05",  "0.000256", "0.001024", "0.004096", "0.016384",
+	"0.065536", "0.262144", "1.048576", "4.194304", "16.777216", "+Inf",
+};
+
+static const struct {
+	const char *kind, *family, *help;
+} lat_families[] = {
+	{ "request", "request_duration_seconds",
+	  "Time from a request's arrival at the daemon to its reply, by opcode." },
+	{ "backing", "backing_duration_seconds",
+	  "Time inside the request's handler (the backing file system's calls), by opcode." },
+};
 
 struct stat_line {
 	const char *name;
@@ -142,7 +162,8 @@ static void put_info(FILE *out, const struct stat_line *lines, int n, const char
 	      "# TYPE " PREFIX "info gauge\n" PREFIX "info{mountpoint=", out);
 	put_label_value(out, mountpoint);
 	for (int i = 0; i < n; i++) {
-		if (is_number(lines[i].value) || !strcmp(lines[i].name, REASON_LINE))
+		if (is_number(lines[i].value) || !strcmp(lines[i].name, REASON_LINE) ||
+		    !strncmp(lines[i].name, LATENCY_LINE, strlen(LATENCY_LINE)))
 			continue;
 		fprintf(out, ",%s=", lines[i].name);
 		put_label_value(out, lines[i].value);
@@ -227,6 +248,80 @@ static void put_workers(FILE *out, const struct stat_line *lines, int n, const c
 	}
 }
 
+/* The value of key= in a histogram line, or NULL. */
+static const char *field(const char *value, const char *key)
+{
+	size_t len = strlen(key);
+
+	for (const char *p = value; p && *p; p = strchr(p, ' '), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, len) && p[len] == '=')
+			return p + len + 1;
+	}
+	return NULL;
+}
+
+static void put_hist_sample(FILE *out, const char *family, const char *suffix,
+			    const char *mountpoint, const char *op, const char *le)
+{
+	fprintf(out, PREFIX "%s%s{mountpoint=", family, suffix);
+	put_label_value(out, mountpoint);
+	fputs(",op=", out);
+	put_label_value(out, op);
+	if (le)
+		fprintf(out, ",le=\"%s\"", le);
+	fputs("} ", out);
+}
+
+/* One opcode's histogram; false if the line is not one. */
+static bool put_hist(FILE *out, const char *family, const char *mountpoint, const char *op,
+		     const char *value)
+{
+	const char *buckets = field(value, "buckets"), *sum = field(value, "sum_ns");
+	unsigned long long n[sizeof(lat_le) / sizeof(lat_le[0])], cum = 0;
+	const char *p = buckets;
+	char *end;
+
+	if (!buckets || !sum)
+		return false;
+	for (size_t k = 0; k < sizeof(lat_le) / sizeof(lat_le[0]); k++) {
+		if (!isdigit((unsigned char)*p))
+			return false;
+		n[k] = strtoull(p, &end, 10);
+		p = *end == ',' ? end + 1 : end;
+	}
+	for (size_t k = 0; k < sizeof(lat_le) / sizeof(lat_le[0]); k++) {
+		cum += n[k];
+		put_hist_sample(out, family, "_bucket", mountpoint, op, lat_le[k]);
+		fprintf(out, "%llu\n", cum);
+	}
+	put_hist_sample(out, family, "_sum", mountpoint, op, NULL);
+	fprintf(out, "%.9f\n", (double)strtoull(sum, NULL, 10) / 1e9);
+	put_hist_sample(out, family, "_count", mountpoint, op, NULL);
+	fprintf(out, "%llu\n", cum);
+	return true;
+}
+
+static void put_latency(FILE *out, const struct stat_line *lines, int n, const char *mountpoint)
+{
+	for (size_t f = 0; f < sizeof(lat_families) / sizeof(lat_families[0]); f++) {
+		char prefix[32];
+		bool first = true;
+
+		snprintf(prefix, sizeof(prefix), LATENCY_LINE "%s_", lat_families[f].kind);
+		for (int i = 0; i < n; i++) {
+			if (strncmp(lines[i].name, prefix, strlen(prefix)))
+				continue;
+			if (first)
+				fprintf(out, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s histogram\n",
+					lat_families[f].family, lat_families[f].help,
+					lat_families[f].family);
+			first = false;
+			put_hist(out, lat_families[f].family, mountpoint,
+				 lines[i].name + strlen(prefix), lines[i].value);
+		}
+	}
+}
+
 int ufs_stats_prometheus(const char *text, const char *mountpoint, FILE *out)
 {
 	struct stat_line *lines;
@@ -243,6 +338,7 @@ int ufs_stats_prometheus(const char *text, const char *mountpoint, FILE *out)
 	put_info(out, lines, n, mountpoint);
 	put_scalars(out, lines, n, mountpoint);
 	put_requests(out, lines, n, mountpoint);
+	put_latency(out, lines, n, mountpoint);
 	put_workers(out, lines, n, mountpoint);
 	free(lines);
 	free(copy);

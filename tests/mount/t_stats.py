@@ -25,13 +25,19 @@ def prometheus_parser():
 
 @case(mount=False)
 def stats_prints_the_control_file():
-    """--stats prints the control file's `name value` lines: the same names."""
+    """--stats prints the control file's `name value` lines: the same names.
+    (Not the latency_* lines: one comes with each opcode's first request,
+    and a RELEASE of the control file may still be on its way.)"""
     ufs.require_daemon()
+
+    def fixed(names):
+        return {name for name in names if not name.startswith('latency_')}
+
     with ufs.Mount() as m:
         got = stats_command(m)
         check_eq((got.returncode, got.stderr), (0, ''), '--stats exit status and stderr')
         names = {line.split(' ', 1)[0] for line in got.stdout.splitlines()}
-        check_eq(names, set(m.stats()), 'the names --stats printed')
+        check_eq(fixed(names), fixed(m.stats()), 'the names --stats printed')
 
 
 @case(mount=False)

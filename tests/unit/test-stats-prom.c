@@ -35,6 +35,22 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
+/* A histogram's samples: _bucket, _sum and _count are one family. */
+static void strip_histogram_suffix(char *name)
+{
+	static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+	size_t n = strlen(name);
+
+	if (!strstr(name, "_duration_seconds_"))
+		return;
+	for (size_t i = 0; i < 3; i++) {
+		size_t m = strlen(suffixes[i]);
+
+		if (n > m && !strcmp(name + n - m, suffixes[i]))
+			name[n - m] = '\0';
+	}
+}
+
 /* Every line is a comment or `name{labels} value`, and a family's samples are together. */
 static int well_formed(const char *out)
 {
@@ -55,6 +71,7 @@ static int well_formed(const char *out)
 				return 0;
 			memcpy(name, line, n);
 			name[n] = '\0';
+			strip_histogram_suffix(name);
 			if (strcmp(name, last)) {
 				for (int i = 0; i < nfam; i++) {
 					if (!strcmp(families[i], name))
@@ -130,6 +147,37 @@ int main(void)
 	ok(out && strstr(out, "# TYPE uringfs_cache_attr_timeout_ms gauge\n"), "timeouts are gauges");
 	ok(out && strstr(out, "uringfs_coherence_events_total{mountpoint=\"/m\"} 7\n"),
 	   "the watcher's counters are counters");
+	free(out);
+
+	/* Latency lines: histograms with cumulative buckets, +Inf, _sum and _count. */
+	out = convert("transport dev\n"
+		      "latency_request_lookup count=6 sum_ns=1500000000 p50_us=9 p99_us=16 "
+		      "buckets=1,2,0,0,0,0,0,0,0,0,0,0,3\n"
+		      "latency_request_getattr count=1 sum_ns=7000 p50_us=5 p99_us=7 "
+		      "buckets=0,1,0,0,0,0,0,0,0,0,0,0,0\n"
+		      "latency_backing_lookup count=6 sum_ns=20 p50_us=2 p99_us=4 "
+		      "buckets=6,0,0,0,0,0,0,0,0,0,0,0,0\n", "/m");
+	ok(out && well_formed(out), "latency lines: well formed");
+	ok(out && count(out, "# TYPE uringfs_request_duration_seconds histogram\n") == 1 &&
+		   count(out, "# HELP uringfs_request_duration_seconds ") == 1 &&
+		   count(out, "# TYPE uringfs_backing_duration_seconds histogram\n") == 1,
+	   "one HELP and TYPE histogram line per family");
+	ok(out && strstr(out, "uringfs_request_duration_seconds_bucket{mountpoint=\"/m\","
+			      "op=\"lookup\",le=\"4e-06\"} 1\n"
+			      "uringfs_request_duration_seconds_bucket{mountpoint=\"/m\","
+			      "op=\"lookup\",le=\"1.6e-05\"} 3\n"),
+	   "buckets are cumulative");
+	ok(out && strstr(out, "le=\"16.777216\"} 3\n"
+			      "uringfs_request_duration_seconds_bucket{mountpoint=\"/m\","
+			      "op=\"lookup\",le=\"+Inf\"} 6\n"
+			      "uringfs_request_duration_seconds_sum{mountpoint=\"/m\","
+			      "op=\"lookup\"} 1.500000000\n"
+			      "uringfs_request_duration_seconds_count{mountpoint=\"/m\","
+			      "op=\"lookup\"} 6\n"),
+	   "+Inf is the count, _sum in seconds");
+	ok(out && count(out, "le=") == 3 * 13, "13 buckets per histogram");
+	ok(out && strstr(out, "uringfs_info{mountpoint=\"/m\",transport=\"dev\"} 1\n"),
+	   "latency lines are no info labels");
 	free(out);
 	return t_done();
 }
