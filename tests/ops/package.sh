@@ -186,7 +186,7 @@ while IFS= read -r f; do
 done <"$tmp/files"
 t_check "remove leaves no file but the conffiles (${left[*]:-none})" test ${#left[@]} = 0
 t_check "umount MOUNTPOINT" umount "$tmp/mnt"
-t_check "the daemon (pid $new) exits" wait_for 30 test ! -d "/proc/$new"
+t_check "the daemon (pid $new) exits" wait_for 60 test ! -d "/proc/$new"
 
 dpkg --purge uringfs >"$tmp/dpkg-p.log" 2>&1 && st=0 || st=$?
 t_result "$st" "dpkg --purge"
