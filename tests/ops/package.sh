@@ -144,8 +144,15 @@ t_check "the mount is served by /usr/bin/uringfs (pid ${old:-none})" test -n "$o
 	done
 ) &
 writer=$!
+# written_at_least N: the writer has written N lines.
+written_at_least() {
+	local n
+	n=$(cat "$tmp/count" 2>/dev/null) || return 1
+	((${n:-0} >= $1))
+}
+
 # Some lines before the upgrade; the writer goes on while dpkg runs.
-wait_for 30 test "$(cat "$tmp/count" 2>/dev/null || echo 0)" -ge 20 || true
+wait_for 30 written_at_least 20 || true
 before=$(cat "$tmp/count" 2>/dev/null || echo 0)
 
 dpkg -i "$deb2" >"$tmp/dpkg2.log" 2>&1 && st=0 || st=$?
@@ -160,7 +167,7 @@ t_check "it runs the installed /usr/bin/uringfs ($exe)" test "$exe" = /usr/bin/u
 t_check "the package is $v2" test "$(dpkg-query -W -f='${Version}' uringfs)" = "$v2"
 
 # The writer goes on through the new daemon, then stops.
-wait_for 30 test "$(cat "$tmp/count")" -gt $((before + 50)) || true
+wait_for 30 written_at_least $((before + 50)) || true
 touch "$tmp/stop"
 st=0
 wait "$writer" || st=$?
