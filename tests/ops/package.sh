@@ -10,9 +10,9 @@
 # mount stays, served, and dpkg's output names it), unmount, purge: nothing
 # of the package's files is left.
 #
-# Takes about 4 minutes on a loaded 2-core machine (two package builds of
-# 1.5 minutes each), so it is not part of
-# make check; run it as root: tests/ops/package.sh.  It installs and purges
+# Takes 1.5 minutes on a quiet 2-core machine, 4 on a loaded one (two
+# package builds), and installs a package, so it is not part of make check;
+# run it as root: tests/ops/package.sh, or scripts/fresh-root-check --package.  It installs and purges
 # the package uringfs on this system, and refuses to run if it is installed.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
