@@ -545,6 +545,8 @@ KEYS = {
     'export_support': Probe('s1', 'export_support=off', flag(EXPORT_SUPPORT, False)),
     'export_inodes': Probe('s4', 'export_inodes=0', p_export_inodes),
     'inode_limit': Probe('s1', 'inode_limit=5000', stat_is('inode_limit', 5000)),
+    # stats only here: t_slow shows a slow request named at the threshold
+    'slow_request_ms': Probe('s1', 'slow_request_ms=1234', stat_is('slow_request_ms', 1234)),
     'export_store': Probe('s3', 'export_store=STORE', p_export_store),
     'cache_symlinks': Probe('s1', 'cache_symlinks=off', flag(CACHE_SYMLINKS, False)),
     'parallel_dirops': Probe('s1', 'parallel_dirops=off', flag(PARALLEL_DIROPS, False)),
