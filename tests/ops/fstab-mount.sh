@@ -14,18 +14,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
-t_need_root
-t_need_daemon
-[[ -e /dev/fuse ]] || t_skip_all "no /dev/fuse"
-command -v mount.fuse3 >/dev/null || t_skip_all "mount.fuse3 is missing (Debian package fuse3)"
-[[ -d /usr/local/sbin && -f /etc/fstab ]] || t_skip_all "no /usr/local/sbin or /etc/fstab to cover"
-
-if [[ -z ${UFS_OPS_OWN_NAMESPACE:-} ]]; then
-	# In a chroot whose / is not a mount point this fails with EINVAL.
-	err=$(unshare --mount --propagation private true 2>&1) ||
-		t_skip_all "cannot create a mount namespace: ${err:-unshare --mount failed}"
-	UFS_OPS_OWN_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
-fi
+t_mount_namespace "$@"
 
 tmp=$(mktemp -d)
 reaper=''

@@ -88,3 +88,21 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# t_mount_namespace "$@": what the tests of mount(8)'s path need (root, the
+# built daemon, /dev/fuse, mount.fuse3, /usr/local/sbin and /etc/fstab to
+# cover), then the script again in a mount namespace of its own, so that
+# its mounts and covers stay there.
+t_mount_namespace() {
+	local err
+	t_need_root
+	t_need_daemon
+	[[ -e /dev/fuse ]] || t_skip_all "no /dev/fuse"
+	command -v mount.fuse3 >/dev/null || t_skip_all "mount.fuse3 is missing (Debian package fuse3)"
+	[[ -d /usr/local/sbin && -f /etc/fstab ]] || t_skip_all "no /usr/local/sbin or /etc/fstab to cover"
+	[[ -z ${UFS_OPS_OWN_NAMESPACE:-} ]] || return 0
+	# In a chroot whose / is not a mount point this fails with EINVAL.
+	err=$(unshare --mount --propagation private true 2>&1) ||
+		t_skip_all "cannot create a mount namespace: ${err:-unshare --mount failed}"
+	UFS_OPS_OWN_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
+}
