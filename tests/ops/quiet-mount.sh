@@ -22,6 +22,10 @@ listener='' devlog_ours=''
 daemon_pids() {
 	pgrep -f -- " $tmp/mnt" || true
 }
+# no_daemon: none is left (a function: wait_for asks again each time).
+no_daemon() {
+	[[ -z $(daemon_pids) ]]
+}
 cleanup() {
 	local pid
 	findmnt -M "$tmp/mnt" >/dev/null && umount -l "$tmp/mnt"
@@ -95,7 +99,7 @@ mounted() {
 # unmounted: umount, then the daemon must go.
 unmounted() {
 	t_check "umount exits 0" umount "$tmp/mnt"
-	t_check "the daemon then exits" wait_for 30 test -z "$(daemon_pids)"
+	t_check "the daemon then exits" wait_for 30 no_daemon
 }
 
 logged() {
@@ -147,7 +151,7 @@ fails "a served mount point" "--take-over" \
 for pid in $first; do
 	kill -KILL "$pid"
 done
-t_check "the killed daemon is gone" wait_for 30 test -z "$(daemon_pids)"
+t_check "the killed daemon is gone" wait_for 30 no_daemon
 code=0
 mount -t fuse.uringfs "$tmp/src" "$tmp/mnt" -o "$opts" 2>"$tmp/stderr" </dev/null || code=$?
 t_result "$code" "mount over a dead mount: exits 0 (got $code)"
