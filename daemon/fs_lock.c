@@ -44,6 +44,7 @@ struct ufs_lock_owner {
 	uint64_t fh;			/* the open it last locked through */
 	uid_t uid;			/* charged for fd (budget.h) */
 	struct ufs_budget *budget;
+	uint64_t *count;		/* fs->lock_owners, counting it */
 	pid_t pid;			/* the process that last locked through it */
 	unsigned int waiters;		/* SETLKWs waiting on fd: it must stay open */
 };
@@ -109,6 +110,8 @@ static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 	o->fh = in->fh;
 	o->uid = uid;
 	o->budget = &fs->budget;
+	o->count = &fs->lock_owners;
+	__atomic_add_fetch(o->count, 1, __ATOMIC_RELEASE);
 	o->next = inode->lock_owners;
 	inode->lock_owners = o;
 	*out = o;
@@ -146,6 +149,7 @@ static void release_matching(struct ufs_inode *inode, bool by_fh, uint64_t key)
 		gone = o->next;
 		close(o->fd);	/* drops every lock of the owner */
 		ufs_budget_uncharge(o->budget, o->uid, 1);
+		__atomic_sub_fetch(o->count, 1, __ATOMIC_RELEASE);
 		free(o);
 	}
 }
@@ -180,6 +184,7 @@ void ufs_lock_release_all(struct ufs_inode *inode)
 
 		close(o->fd);
 		ufs_budget_uncharge(o->budget, o->uid, 1);
+		__atomic_sub_fetch(o->count, 1, __ATOMIC_RELEASE);
 		free(o);
 		o = next;
 	}

@@ -316,6 +316,7 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	unsigned int nfds;
 	char why[300] = "";
 	int sock, ret, fds[FDS_PER_MSG];
+	uint64_t lock_owners;
 	bool took = false;
 
 	sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -345,6 +346,24 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	ret = ufs_transport_pause(d, PAUSE_TIMEOUT_MS, why, sizeof(why));
 	if (ret) {
 		send_type(sock, MSG_FAIL, why);
+		ufs_warn("take-over by pid %u refused: %s", m.pid, why);
+		close(sock);
+		return false;
+	}
+	/*
+	 * POSIX locks are held on the owners' own descriptions (fs_lock.c),
+	 * which the hand-over does not pass on: the locks would go with this
+	 * daemon while their holders think they hold them.  Paused, no owner
+	 * comes or goes.
+	 */
+	lock_owners = __atomic_load_n(&d->fs.lock_owners, __ATOMIC_ACQUIRE);
+	if (lock_owners) {
+		snprintf(why, sizeof(why), "%llu POSIX lock owner%s hold%s locks through the mount "
+			 "(posix_locks), which a successor cannot keep: try again once they unlock",
+			 (unsigned long long)lock_owners, lock_owners == 1 ? "" : "s",
+			 lock_owners == 1 ? "s" : "");
+		send_type(sock, MSG_FAIL, why);
+		ufs_transport_resume(d);
 		ufs_warn("take-over by pid %u refused: %s", m.pid, why);
 		close(sock);
 		return false;

@@ -16,12 +16,14 @@ must still be held when the new daemon serves.
 """
 
 import errno
+import fcntl
 import os
 import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 
@@ -358,6 +360,68 @@ def handles_across_takeover():
                 check_eq(sorted(os.listdir(fd)), ['b'], 'd by its handle after the take-over')
             finally:
                 os.close(fd)
+
+
+@case(mount=False, root=True, timeout=120)
+def takeover_refused_while_posix_locks_held():
+    """POSIX locks live on their owners' own descriptions (fs_lock.c), which
+    the hand-over does not pass on: a take-over while one is held is refused
+    in one line, the lock stays held and the old daemon serves on; once it
+    is unlocked the take-over goes through.  Before (review 40), the
+    successor served and the lock was gone: another process took it."""
+    require_handover()
+    with ufs.Mount(opts='posix_locks=on') as m:
+        ufs.write_file(f'{m.mnt}/locked', b'x')
+        holder = subprocess.Popen(
+            [sys.executable, '-c',
+             'import fcntl, sys\n'
+             'f = open(sys.argv[1], "r+")\n'
+             'fcntl.lockf(f, fcntl.LOCK_EX)\n'
+             'print("locked", flush=True)\n'
+             'sys.stdin.readline()\n'
+             'fcntl.lockf(f, fcntl.LOCK_UN)\n'
+             'print("unlocked", flush=True)\n'
+             'sys.stdin.readline()\n', f'{m.mnt}/locked'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            check_eq(holder.stdout.readline().strip(), 'locked', 'the holder locks')
+            old = m.proc
+            r = subprocess.run([m.daemon, '-f', '--config', empty_config(), '--take-over',
+                                m.mnt], stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=60)
+            check(r.returncode != 0, 'a take-over while a POSIX lock is held is refused')
+            check('POSIX lock' in r.stderr, f'saying why: {r.stderr!r}')
+            check(old.poll() is None, 'the old daemon serves on' + m.log_tail())
+            other = os.open(f'{m.mnt}/locked', os.O_RDWR)
+            try:
+                try:
+                    fcntl.lockf(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    taken = True
+                except OSError as e:
+                    check(e.errno in (errno.EAGAIN, errno.EACCES), f'lockf: {e}')
+                    taken = False
+                check(not taken, 'the lock is still held after the refused take-over')
+            finally:
+                os.close(other)
+            holder.stdin.write('\n')
+            holder.stdin.flush()
+            check_eq(holder.stdout.readline().strip(), 'unlocked', 'the holder unlocks')
+            # Its owner's description goes at the holder's close (FLUSH): end it.
+            holder.stdin.close()
+            holder.wait(30)
+            with open(m.log, 'ab') as log:
+                new = subprocess.Popen([m.daemon, '-f', '--config', empty_config(),
+                                        '--take-over', m.mnt], stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            check_eq(old.wait(timeout=60), 0, 'with no lock held the take-over goes through'
+                     + m.log_tail())
+            m.proc = new
+            check_eq(ufs.read_file(f'{m.mnt}/locked'), b'x', 'the new daemon serves')
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait()
 
 
 @case(mount=False, root=True, timeout=60)
