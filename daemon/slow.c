@@ -106,19 +106,40 @@ static const char *wait_tag(uint8_t what)
 	}
 }
 
+/*
+ * A name is anyone's to choose: a newline in it would start a log line of
+ * the chooser's (a priority of its own in the journal).  Control bytes and
+ * the backslash are written as \ooo, as mountinfo does.
+ */
+static void escape_name(const char *in, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *in && n + 5 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			n += (size_t)snprintf(out + n, size - n, "\\%03o", c);
+		else
+			out[n++] = (char)c;
+	}
+	out[n] = '\0';
+}
+
 static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, uint64_t now)
 {
-	char path[4096];
+	char raw[4096], path[4 * sizeof(raw)], name[4 * sizeof(e->name)];
 
-	if (ufs_inode_path(&d->fs.inodes, e->nodeid, path, sizeof(path)))
-		snprintf(path, sizeof(path), "?");
+	if (ufs_inode_path(&d->fs.inodes, e->nodeid, raw, sizeof(raw)))
+		snprintf(raw, sizeof(raw), "?");
+	escape_name(raw, path, sizeof(path));
+	escape_name(e->name, name, sizeof(name));
 	__atomic_fetch_add(&d->slow.warned, 1, __ATOMIC_RELAXED);
 	ufs_warn("slow request: %s unique=%llu nodeid=%llu path=%s%s%s pid=%u uid=%u "
 		 "in flight for %llu ms%s (slow_request_ms=%u)",
 		 ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
-		 (unsigned long long)e->nodeid, path, e->name[0] ? "/" : "", e->name, e->pid,
-		 e->uid, (unsigned long long)age_ms(e, now), wait_text(e->waiting),
-		 d->cfg.slow_request_ms);
+		 (unsigned long long)e->nodeid, path, name[0] ? "/" : "", name, e->pid, e->uid,
+		 (unsigned long long)age_ms(e, now), wait_text(e->waiting), d->cfg.slow_request_ms);
 }
 
 static void check_once(struct ufs_daemon *d)
@@ -215,7 +236,7 @@ static int oldest_first(const void *a, const void *b)
 void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 {
 	uint64_t now = ufs_now_ns();
-	unsigned int kept = 0;
+	unsigned int kept = 0, oldest;
 	struct snap s;
 
 	if (snap_take(d, &s)) {
@@ -231,9 +252,12 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 		if (e->opcode != FUSE_OPEN || !d->fs.control || e->nodeid != d->fs.control->nodeid)
 			s.e[kept++] = *e;
 	}
+	/* The oldest that is not a lock wait: those wait by design, and an alert would fire. */
+	for (oldest = 0; oldest < kept && s.e[oldest].waiting == UFS_INFLIGHT_WAIT_LOCK; oldest++)
+		;
 	fprintf(f, "inflight_requests %u\n", kept);
 	fprintf(f, "inflight_oldest_ms %llu\n",
-		kept ? (unsigned long long)age_ms(&s.e[0], now) : 0ull);
+		oldest < kept ? (unsigned long long)age_ms(&s.e[oldest], now) : 0ull);
 	for (unsigned int i = 0; i < kept; i++) {
 		const struct ufs_inflight_entry *e = &s.e[i];
 
