@@ -26,15 +26,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir "$tmp/src" "$tmp/mnt" "$tmp/sbin" "$tmp/run-mount"
-ln -s "$daemon" "$tmp/sbin/uringfs"
-mount --bind "$tmp/sbin" /usr/local/sbin
-# libmount keeps x-* and _netdev options in /run/mount/utab: a private one.
-mkdir -p /run/mount
-mount --bind "$tmp/run-mount" /run/mount
-found=$(env -i /bin/sh -c 'command -v uringfs' || true)
-[[ $found == /usr/local/sbin/uringfs ]] ||
-	t_skip_all "/bin/sh without PATH finds uringfs at '$found', not /usr/local/sbin"
+mkdir "$tmp/mnt"
+t_cover_helpers "$tmp"
 
 printf '[general]\nstats_file = ops-stats\n' >"$tmp/uringfs.conf"
 opts=allow_other,_netdev,nofail,x-systemd.automount,config=$tmp/uringfs.conf

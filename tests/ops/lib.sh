@@ -106,3 +106,19 @@ t_mount_namespace() {
 		t_skip_all "cannot create a mount namespace: ${err:-unshare --mount failed}"
 	UFS_OPS_OWN_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
 }
+
+# t_cover_helpers DIR: inside the test's namespace, the built daemon covers
+# /usr/local/sbin (mount(8) runs helpers through /bin/sh's default path)
+# and DIR/run-mount covers /run/mount (libmount keeps x-* and _netdev
+# options in its utab: a private one); makes DIR/src too.
+t_cover_helpers() {
+	local found
+	mkdir "$1/src" "$1/sbin" "$1/run-mount"
+	ln -s "$daemon" "$1/sbin/uringfs"
+	mount --bind "$1/sbin" /usr/local/sbin
+	mkdir -p /run/mount
+	mount --bind "$1/run-mount" /run/mount
+	found=$(env -i /bin/sh -c 'command -v uringfs' || true)
+	[[ $found == /usr/local/sbin/uringfs ]] ||
+		t_skip_all "/bin/sh without PATH finds uringfs at '$found', not /usr/local/sbin"
+}

@@ -42,14 +42,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir "$tmp/src" "$mnt" "$tmp/sbin" "$tmp/run-mount"
-ln -s "$daemon" "$tmp/sbin/uringfs"
-mount --bind "$tmp/sbin" /usr/local/sbin
-mkdir -p /run/mount
-mount --bind "$tmp/run-mount" /run/mount
-found=$(env -i /bin/sh -c 'command -v uringfs' || true)
-[[ $found == /usr/local/sbin/uringfs ]] ||
-	t_skip_all "/bin/sh without PATH finds uringfs at '$found', not /usr/local/sbin"
+mkdir "$mnt"
+t_cover_helpers "$tmp"
 : >"$tmp/fstab.empty"
 printf '%s %s fuse.uringfs defaults,allow_other,nosuid 0 0\n' "$tmp/src" "$mnt" >"$tmp/fstab"
 printf '#!/bin/sh\necho ran\n' >"$tmp/src/prog"
