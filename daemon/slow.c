@@ -81,29 +81,18 @@ static uint64_t age_ms(const struct ufs_inflight_entry *e, uint64_t now)
 	return now > e->arrived_ns ? (now - e->arrived_ns) / 1000000u : 0;
 }
 
-static const char *wait_text(uint8_t what)
-{
-	switch (what) {
-	case UFS_INFLIGHT_WAIT_LOCK:
-		return ", waiting for a lock";
-	case UFS_INFLIGHT_WAIT_LEASE:
-		return ", waiting for a lease to be given up";
-	default:
-		return "";
-	}
-}
+/* What a parked request waits for: the message's words and the in-flight list's tag. */
+static const struct {
+	const char *text, *tag;
+} waits[] = {
+	[UFS_INFLIGHT_WAIT_NONE] = { "", "" },
+	[UFS_INFLIGHT_WAIT_LOCK] = { ", waiting for a lock", " waiting=lock" },
+	[UFS_INFLIGHT_WAIT_LEASE] = { ", waiting for a lease to be given up", " waiting=lease" },
+};
 
-/* Its in-flight list's word for it. */
-static const char *wait_tag(uint8_t what)
+static unsigned int wait_index(uint8_t what)
 {
-	switch (what) {
-	case UFS_INFLIGHT_WAIT_LOCK:
-		return " waiting=lock";
-	case UFS_INFLIGHT_WAIT_LEASE:
-		return " waiting=lease";
-	default:
-		return "";
-	}
+	return what < sizeof(waits) / sizeof(waits[0]) ? what : UFS_INFLIGHT_WAIT_NONE;
 }
 
 /*
@@ -139,7 +128,8 @@ static void warn_slow(struct ufs_daemon *d, const struct ufs_inflight_entry *e, 
 		 "in flight for %llu ms%s (slow_request_ms=%u)",
 		 ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 		 (unsigned long long)e->nodeid, path, name[0] ? "/" : "", name, e->pid, e->uid,
-		 (unsigned long long)age_ms(e, now), wait_text(e->waiting), d->cfg.slow_request_ms);
+		 (unsigned long long)age_ms(e, now), waits[wait_index(e->waiting)].text,
+		 d->cfg.slow_request_ms);
 }
 
 static void check_once(struct ufs_daemon *d)
@@ -264,7 +254,7 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,
-			(unsigned long long)age_ms(e, now), wait_tag(e->waiting));
+			(unsigned long long)age_ms(e, now), waits[wait_index(e->waiting)].tag);
 	}
 	snap_free(&s);
 }

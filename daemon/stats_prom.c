@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "stats_prom.h"
 
 #define PREFIX "uringfs_"
@@ -48,6 +49,8 @@ static const char *const lat_le[] = {
 	"4e-06",    "1.6e-05",	"6.4e-05",  "0.000256", "0.001024", "0.004096", "0.016384",
 	"0.065536", "0.262144", "1.048576", "4.194304", "16.777216", "+Inf",
 };
+_Static_assert(sizeof(lat_le) / sizeof(lat_le[0]) == UFS_LAT_BUCKETS,
+	       "one bound per bucket of counters.h");
 
 static const struct {
 	const char *kind, *family, *help;
