@@ -312,6 +312,7 @@ static void mountinfo_unescape(char *s)
 struct mountinfo_line {
 	unsigned int id, major, minor;
 	char mnt[PATH_MAX];		/* unescaped */
+	const char *opts;		/* the mount's own options, into the line */
 	const char *type, *source, *super;	/* into the line */
 };
 
@@ -325,13 +326,17 @@ struct mountinfo_line {
 static bool mountinfo_split(char *line, struct mountinfo_line *mi)
 {
 	char *sep, *save;
+	int opts = 0;
 
-	if (sscanf(line, "%u %*u %u:%u %*s %4095s", &mi->id, &mi->major, &mi->minor, mi->mnt) != 4)
+	if (sscanf(line, "%u %*u %u:%u %*s %4095s %n", &mi->id, &mi->major, &mi->minor, mi->mnt,
+		   &opts) != 4 || !opts)
 		return false;
 	mountinfo_unescape(mi->mnt);
 	sep = strstr(line, " - ");
-	if (!sep)
+	if (!sep || sep < line + opts)
 		return false;
+	mi->opts = line + opts;
+	line[opts + strcspn(line + opts, " ")] = '\0';	/* before sep: it has a space */
 	mi->type = strtok_r(sep + 3, " \n", &save);
 	mi->source = mi->type ? strtok_r(NULL, " \n", &save) : NULL;
 	mi->super = mi->source ? strtok_r(NULL, " \n", &save) : NULL;
@@ -487,7 +492,7 @@ static unsigned int fd_mount_id(int fd)
 struct mount_by_id {
 	unsigned int id;
 	long minor;			/* out: -1 if not a uringfs mount */
-	char *super;
+	char *super, *opts;
 	size_t len;
 };
 
@@ -500,16 +505,19 @@ static bool mount_by_id_line(const struct mountinfo_line *mi, void *arg)
 	if (!mi->major && !strcmp(mi->type, "fuse.uringfs")) {
 		q->minor = mi->minor;
 		snprintf(q->super, q->len, "%s", mi->super);
+		snprintf(q->opts, q->len, "%s", mi->opts);
 	}
 	return false;
 }
 
-long ufs_mount_conn_of_fd(int fd, char *super, size_t len)
+long ufs_mount_conn_of_fd(int fd, char *super, char *opts, size_t len)
 {
-	struct mount_by_id q = { .id = fd_mount_id(fd), .minor = -1, .super = super, .len = len };
+	struct mount_by_id q = {
+		.id = fd_mount_id(fd), .minor = -1, .super = super, .opts = opts, .len = len,
+	};
 
 	if (len)
-		super[0] = '\0';
+		super[0] = opts[0] = '\0';
 	if (q.id)
 		mountinfo_walk(mount_by_id_line, &q);
 	return q.minor;

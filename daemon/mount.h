@@ -79,9 +79,11 @@ long ufs_mount_ours(const char *real);
 /*
  * The connection number of the mount fd is on, if that very mount (by its
  * mount id, not whatever is mounted above it) is a uringfs mount, else -1;
- * its super options (mountinfo's last field) into super.
+ * its super options (mountinfo's last field) into super and its own
+ * options (the mount's flags: ro, nosuid, noatime ...) into opts, len
+ * bytes each.
  */
-long ufs_mount_conn_of_fd(int fd, char *super, size_t len);
+long ufs_mount_conn_of_fd(int fd, char *super, char *opts, size_t len);
 
 /*
  * Is the mount still in this namespace's mount table?  After the connection

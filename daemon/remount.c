@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -105,10 +104,10 @@ static int refuse(const char *mountpoint, const char *word, const char *why)
 }
 
 /* The flags for mount(2), or refused (1, one line on stderr). */
-static int remount_flags(const char *mountpoint, const struct remount_words *w,
-			 const struct statvfs *sv, const char *super, unsigned long *ms)
+static int remount_flags(const char *mountpoint, const struct remount_words *w, const char *opts,
+			 const char *super, unsigned long *ms)
 {
-	bool nosuid_now = sv->f_flag & ST_NOSUID, noatime_now = sv->f_flag & ST_NOATIME;
+	bool nosuid_now = has_word(opts, "nosuid"), noatime_now = has_word(opts, "noatime");
 	bool nosuid = w->nosuid == ABSENT ? nosuid_now : w->nosuid == ON;
 
 	if (nosuid_now && !nosuid)
@@ -127,8 +126,7 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 {
 	struct remount_words w = { 0 };
 	struct ufs_config_error err;
-	char proc[64], super[1024];
-	struct statvfs sv;
+	char proc[64], super[1024], opts[sizeof(super)];
 	unsigned long ms;
 	int fd, ret = 1;
 
@@ -141,15 +139,12 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 	 * descriptor, checked by its mount id, named in every call after.
 	 */
 	fd = open(mountpoint, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || ufs_mount_conn_of_fd(fd, super, sizeof(super)) < 0) {
+	/* Its flags from mountinfo, not statvfs: a STATFS would wait on a stopped daemon. */
+	if (fd < 0 || ufs_mount_conn_of_fd(fd, super, opts, sizeof(super)) < 0) {
 		fprintf(stderr, "uringfs: remount: no uringfs mount at %s\n", mountpoint);
 		goto out;
 	}
-	if (fstatvfs(fd, &sv)) {
-		fprintf(stderr, "uringfs: remount: %s: %m\n", mountpoint);
-		goto out;
-	}
-	if (remount_flags(mountpoint, &w, &sv, super, &ms))
+	if (remount_flags(mountpoint, &w, opts, super, &ms))
 		goto out;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (mount(NULL, proc, NULL, MS_REMOUNT | ms, NULL)) {
