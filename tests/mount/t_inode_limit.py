@@ -108,18 +108,24 @@ def without_prune_replies_carry_no_timeouts():
 
 @case(mount=False)
 def unbounded_the_kernel_keeps_them_all():
-    """The control: with the same timeouts under the default bound (100000),
-    the kernel keeps every inode it looked up and the daemon its record, and
-    nothing is pruned; so the first case passes because of the bound.  (A
-    build before inode_limit passes this too: it keeps them all.)"""
+    """The control: with the same timeouts under the default bound (100000)
+    the daemon keeps its record of every inode looked up and prunes nothing;
+    so the first case passes because of the bound.  (A build before
+    inode_limit passes this too: it keeps them all.)  Each file is held open
+    (O_PATH): the suites run side by side and another one's drop_caches
+    would otherwise have the kernel forget unused inodes here too."""
     ufs.require_daemon()
     with ufs.Mount(opts=LONG) as m:
         make_tree(m.src)
-        stat_all(m.mnt)
-        n = m.stats()['inodes']
-        check(n >= DIRS * (PER_DIR + 1), f'the daemon holds {n} inodes, not all of them')
-        time.sleep(1)
-        st = m.stats()
-        # Fewer inodes now would be the kernel's memory pressure or a drop_caches.
-        check_eq((st.get('inode_prune_notifications', 0), st.get('inode_prune_nodeids', 0)),
-                 (0, 0), 'nothing pruned under the default bound')
+        fds = [os.open(f'{m.mnt}/d{d}/f{i}', os.O_PATH | os.O_NOFOLLOW)
+               for d in range(DIRS) for i in range(PER_DIR)]
+        try:
+            n = m.stats()['inodes']
+            check(n >= DIRS * (PER_DIR + 1), f'the daemon holds {n} inodes, not all of them')
+            time.sleep(1)
+            st = m.stats()
+            check_eq((st.get('inode_prune_notifications', 0), st.get('inode_prune_nodeids', 0)),
+                     (0, 0), 'nothing pruned under the default bound')
+        finally:
+            for fd in fds:
+                os.close(fd)
