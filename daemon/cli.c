@@ -296,11 +296,21 @@ static size_t inflight_filter(char *text, bool inflight)
 	return out - text;
 }
 
+/* The control file's "inflight_withheld N" (other users' requests, slow.c), or 0. */
+static unsigned long inflight_withheld(const char *text)
+{
+	static const char line[] = "\ninflight_withheld ";
+	const char *at = strstr(text, line);
+
+	return at ? strtoul(at + sizeof(line) - 1, NULL, 10) : 0;
+}
+
 int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 {
 	const char *mountpoint = cli->stats_mountpoint;
 	char path[PATH_MAX], buf[4096];
 	char *text = NULL;
+	unsigned long withheld;
 	size_t len = 0;
 	FILE *f;
 	ssize_t n;
@@ -340,6 +350,7 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 		free(text);
 		return 1;
 	}
+	withheld = cli->stats_inflight ? inflight_withheld(text) : 0;
 	len = inflight_filter(text, cli->stats_inflight);
 	if (cli->stats_prometheus)
 		ret = ufs_stats_prometheus(text, mountpoint, stdout);
@@ -350,6 +361,9 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 		ret = -errno;
 	if (ret)
 		fprintf(stderr, "uringfs: writing the stats: %s\n", strerror(-ret));
+	else if (withheld)
+		fprintf(stderr, "uringfs: %lu other users' requests not listed (%s)\n", withheld,
+			"root and the mount's owner see them");
 	return ret ? 1 : 0;
 }
 

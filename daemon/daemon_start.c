@@ -121,9 +121,9 @@ void ufs_daemon_notifiers_quiesce(struct ufs_daemon *d)
 	ufs_coherence_hold(&d->fs.coherence);
 }
 
-static char *control_snapshot(void *arg, size_t *len)
+static char *control_snapshot(void *arg, bool all, uid_t uid, size_t *len)
 {
-	return ufs_stats_text(arg, len);
+	return ufs_stats_text(arg, all, uid, len);
 }
 
 /* SOURCE opened, with the upcalls of its file system wired to this daemon. */

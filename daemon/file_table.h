@@ -48,6 +48,7 @@ struct ufs_file {
 	/* the control file: a snapshot taken at open */
 	char *control_text;
 	size_t control_len;
+	bool control_counted;		/* in fs->control_opens (control_opens.h) */
 };
 
 /*

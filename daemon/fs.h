@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "budget.h"
+#include "control_opens.h"
 #include "coherence.h"
 #include "config.h"
 #include "confine.h"
@@ -64,6 +65,7 @@ struct ufs_fs {
 
 	struct ufs_inode *control;	/* the stats control file, or NULL */
 	struct timespec control_time;	/* its times: when the file system started */
+	struct ufs_control_opens control_opens;	/* its opens by ordinary users, own lock */
 	/*
 	 * Requests that reply from elsewhere, and the INTERRUPTs that find
 	 * them: long waits on helper threads and copies; each locks itself.
@@ -82,12 +84,13 @@ struct ufs_fs {
 	struct ufs_passthrough pt;	/* kernel passthrough (passthrough.h) */
 	/*
 	 * What the file system asks of the daemon above it (daemon_start.c sets
-	 * them): the control file's stats snapshot, telling the kernel
+	 * them): the control file's stats snapshot (listing every request in
+	 * flight if all, else only uid's), telling the kernel
 	 * that its cached attributes of nodeid are stale, after a change the
 	 * reply does not carry (FUSE_NOTIFY_INVAL_INODE), and waiting for
 	 * requests the kernel queued ahead of the one being served.
 	 */
-	char *(*control_snapshot)(void *arg, size_t *len);
+	char *(*control_snapshot)(void *arg, bool all, uid_t uid, size_t *len);
 	void (*attr_stale)(void *arg, uint64_t nodeid);
 	/*
 	 * Wait until no other worker holds a RELEASE of nodeid that it took

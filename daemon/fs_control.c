@@ -5,6 +5,12 @@
  * without a backing descriptor.  Each open takes a snapshot of the counters
  * and reads serve bytes from it; FOPEN_DIRECT_IO makes the kernel ask us
  * for every read instead of trusting a size.
+ *
+ * Anyone may read it (0444, and allow_other lets every user in): the
+ * counters are the whole mount's, but the requests in flight are each a
+ * caller's (pid, uid, node), so an opener sees only its own uid's unless it
+ * is root or the daemon's own user.  The snapshots held by ordinary users
+ * are bounded (control_opens.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +32,8 @@ int ufs_control_init(struct ufs_fs *fs)
 	struct stat st = { .st_dev = (dev_t)-1, .st_ino = (ino_t)CONTROL_INO,
 			   .st_mode = S_IFREG };
 
+	if (ufs_control_opens_init(&fs->control_opens, geteuid()))
+		return -ENOMEM;
 	if (!fs->cfg->stats_file[0])
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &fs->control_time);
@@ -53,15 +61,31 @@ struct ufs_inode *ufs_control_inode(struct ufs_fs *fs)
 
 void ufs_control_stat(struct ufs_fs *fs, struct stat *st)
 {
-	(void)fs;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = CONTROL_INO;
 	st->st_mode = S_IFREG | 0444;
 	st->st_nlink = 1;
-	st->st_uid = geteuid();
+	st->st_uid = fs->control_opens.owner;
 	st->st_gid = getegid();
 	st->st_blksize = 4096;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->control_time;
+}
+
+int ufs_control_file_fill(struct ufs_fs *fs, struct ufs_file *file)
+{
+	bool all = ufs_control_opens_privileged(&fs->control_opens, file->uid);
+
+	if (!all) {
+		int ret = ufs_control_opens_take(&fs->control_opens, file->uid);
+
+		if (ret)
+			return ret;
+		file->control_counted = true;
+	}
+	if (fs->control_snapshot)
+		file->control_text =
+			fs->control_snapshot(fs->upcall_arg, all, file->uid, &file->control_len);
+	return 0;
 }
 
 ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
@@ -76,10 +100,11 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 	file = ufs_file_new(req->inode, -1, O_RDONLY);
 	if (!file)
 		return -ENOMEM;
+	file->uid = req->in->uid;
 	ufs_inode_ref(&fs->inodes, req->inode);
-	if (fs->control_snapshot)
-		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
-	ret = ufs_file_register(&fs->files, file, &fh);
+	ret = ufs_control_file_fill(fs, file);
+	if (!ret)
+		ret = ufs_file_register(&fs->files, file, &fh);
 	if (ret) {
 		ufs_file_free(fs, file);
 		return ret;

@@ -92,6 +92,8 @@ void ufs_file_free(struct ufs_fs *fs, struct ufs_file *file)
 		close(file->fd);
 	if (file->charged)
 		ufs_budget_uncharge(&fs->budget, file->uid, 1);
+	if (file->control_counted)
+		ufs_control_opens_drop(&fs->control_opens, file->uid);
 	free(file->dir_buf);
 	free(file->control_text);
 	pthread_mutex_destroy(&file->dir_lock);

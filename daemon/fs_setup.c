@@ -140,5 +140,6 @@ void ufs_fs_destroy(struct ufs_fs *fs)
 	ufs_confine_destroy(&fs->confine);
 	close(fs->confine.proc_fd);
 	ufs_budget_destroy(&fs->budget);
+	ufs_control_opens_destroy(&fs->control_opens);
 }
 

@@ -24,6 +24,7 @@
 
 #include "daemon.h"
 #include "file_table.h"
+#include "fs_control.h"
 #include "fs_setup.h"
 #include "fs_file.h"
 #include "fs_shared.h"
@@ -208,8 +209,16 @@ static int restore_file(struct ufs_daemon *d, uint32_t index, const struct ufs_r
 		if (file->charged)
 			ufs_budget_force(&fs->budget, file->uid, 1);
 	}
-	if (f->kind == UFS_RECORD_CONTROL && fs->control_snapshot)
-		file->control_text = fs->control_snapshot(fs->upcall_arg, &file->control_len);
+	if (f->kind == UFS_RECORD_CONTROL) {
+		/* An opener not known is nobody: its snapshot lists no request. */
+		if (!f->charged_uid)
+			file->uid = (uid_t)-1;
+		ret = ufs_control_file_fill(fs, file);
+		if (ret) {
+			ufs_file_free(fs, file);
+			return ret;
+		}
+	}
 	ufs_file_pin(fs, file, false);
 	ret = ufs_io_path_restore(fs, file, f->io_mode, f->backing_id);
 	if (!ret)

@@ -223,10 +223,10 @@ static int oldest_first(const void *a, const void *b)
 	return x->arrived_ns < y->arrived_ns ? -1 : x->arrived_ns > y->arrived_ns;
 }
 
-void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
+void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f, bool all, uid_t uid)
 {
 	uint64_t now = ufs_now_ns();
-	unsigned int kept = 0, oldest;
+	unsigned int kept = 0, oldest, withheld = 0;
 	struct snap s;
 
 	if (snap_take(d, &s)) {
@@ -248,9 +248,16 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f)
 	fprintf(f, "inflight_requests %u\n", kept);
 	fprintf(f, "inflight_oldest_ms %llu\n",
 		oldest < kept ? (unsigned long long)age_ms(&s.e[oldest], now) : 0ull);
+	/* Another user's request names its process and file: only the privileged see it. */
+	for (unsigned int i = 0; i < kept && !all; i++)
+		withheld += s.e[i].uid != uid;
+	if (!all)
+		fprintf(f, "inflight_withheld %u\n", withheld);
 	for (unsigned int i = 0; i < kept; i++) {
 		const struct ufs_inflight_entry *e = &s.e[i];
 
+		if (!all && e->uid != uid)
+			continue;
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,
 			(unsigned long long)e->nodeid, e->pid, e->uid,

@@ -105,6 +105,17 @@ static void put_start(FILE *f, struct ufs_daemon *d)
 	fprintf(f, "cfr_reason %s\n", d->cfr_why ? d->cfr_why : "none");
 }
 
+/* The control file's opens held by ordinary users, and those refused (control_opens.h). */
+static void put_control_opens(FILE *f, struct ufs_fs *fs)
+{
+	unsigned int open;
+	uint64_t refused;
+
+	ufs_control_opens_count(&fs->control_opens, &open, &refused);
+	put_u64(f, "control_opens", open);
+	put_u64(f, "control_opens_refused", refused);
+}
+
 /* Requests that found their worker's in-flight table full (inflight.h). */
 static uint64_t inflight_untracked(struct ufs_daemon *d)
 {
@@ -117,7 +128,7 @@ static uint64_t inflight_untracked(struct ufs_daemon *d)
 	return n;
 }
 
-char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
+char *ufs_stats_text(struct ufs_daemon *d, bool all, uid_t uid, size_t *len)
 {
 	/* Some 15 KiB with the latency histograms: not on a small thread stack. */
 	struct ufs_stats *sum = malloc(sizeof(*sum));
@@ -171,6 +182,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "fds_share", d->fs.budget.share);
 	put_u64(f, "fds_charged", __atomic_load_n(&d->fs.budget.pooled, __ATOMIC_RELAXED));
 	put_u64(f, "fds_refused", __atomic_load_n(&d->fs.budget.refused, __ATOMIC_RELAXED));
+	put_control_opens(f, &d->fs);
 	for (unsigned int i = 0; i < UFS_PT_REFUSED_COUNT; i++) {
 		char name[48];
 
@@ -209,7 +221,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 	put_u64(f, "slow_request_ms", d->cfg.slow_request_ms);
 	put_u64(f, "slow_requests", __atomic_load_n(&d->slow.warned, __ATOMIC_RELAXED));
 	put_u64(f, "inflight_untracked", inflight_untracked(d));
-	ufs_slow_inflight_text(d, f);
+	ufs_slow_inflight_text(d, f, all, uid);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
@@ -221,7 +233,7 @@ char *ufs_stats_text(struct ufs_daemon *d, size_t *len)
 void ufs_stats_log(struct ufs_daemon *d)
 {
 	size_t len;
-	char *text = ufs_stats_text(d, &len);
+	char *text = ufs_stats_text(d, true, 0, &len);
 	char *line, *save;
 
 	if (!text)

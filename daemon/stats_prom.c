@@ -36,7 +36,7 @@ static const char *const gauges[] = {
 	"fds_share", "fds_charged", "cache_coherence", "cache_entry_timeout_ms",
 	"cache_attr_timeout_ms", "cache_negative_timeout_ms", "inode_limit",
 	"inode_prune_short_timeouts", "max_write", "slow_request_ms", "inflight_requests",
-	"inflight_oldest_ms",
+	"inflight_oldest_ms", "inflight_withheld", "control_opens",
 };
 
 /* A line that labels another one's sample, not the info line. */
