@@ -406,6 +406,32 @@ def _user_ids(user, groups):
     return pw.pw_uid, pw.pw_gid, gids
 
 
+@contextlib.contextmanager
+def user_allow_other():
+    """user_allow_other in /etc/fuse.conf for the block (fusermount3 needs it
+    to mount allow_other for an ordinary user); the file is put back after."""
+    path = '/etc/fuse.conf'
+    try:
+        with open(path) as f:
+            before = f.read()
+    except FileNotFoundError:
+        before = None
+    if before is not None and any(line.strip() == 'user_allow_other'
+                                  for line in before.splitlines()):
+        yield
+        return
+    with open(path, 'a') as f:
+        f.write('\nuser_allow_other\n')
+    try:
+        yield
+    finally:
+        if before is None:
+            os.unlink(path)
+        else:
+            with open(path, 'w') as f:
+                f.write(before)
+
+
 # ---------------------------------------------------------------------------
 # Forked helpers
 

@@ -4,7 +4,6 @@ the same ownership and the same EACCES/EPERM as on the reference directory,
 and the daemon itself must run as an ordinary user through fusermount3.
 """
 
-import contextlib
 import errno
 import os
 import stat
@@ -248,32 +247,6 @@ def daemon_as_user():
         check_eq(m.proc.poll(), None, 'daemon still running')
 
 
-@contextlib.contextmanager
-def user_allow_other():
-    """user_allow_other in /etc/fuse.conf for the block (fusermount3 needs it
-    to mount allow_other for an ordinary user); the file is put back after."""
-    path = '/etc/fuse.conf'
-    try:
-        with open(path) as f:
-            before = f.read()
-    except FileNotFoundError:
-        before = None
-    if before is not None and any(line.strip() == 'user_allow_other'
-                                  for line in before.splitlines()):
-        yield
-        return
-    with open(path, 'a') as f:
-        f.write('\nuser_allow_other\n')
-    try:
-        yield
-    finally:
-        if before is None:
-            os.unlink(path)
-        else:
-            with open(path, 'w') as f:
-                f.write(before)
-
-
 def make_setid(d):
     """A file and a directory asked for with set-id bits; their modes."""
     fd = os.open(f'{d}/suid', os.O_CREAT | os.O_WRONLY, 0o6755)
@@ -293,7 +266,7 @@ def user_daemon_allow_other():
         raise ufs.Skip(f'{ufs.TEST_USER} cannot open /dev/fuse')
     umask = os.umask(0)
     try:
-        with user_allow_other(), ufs.Mount(user=ufs.TEST_USER, opts='allow_other') as m:
+        with ufs.user_allow_other(), ufs.Mount(user=ufs.TEST_USER, opts='allow_other') as m:
             os.mkdir(f'{m.mnt}/root')
             check_eq(make_setid(f'{m.mnt}/root'), ('0o755', '0o775'),
                      'set-id bits root asked for on a user daemon')
