@@ -362,7 +362,7 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 	if (ret)
 		fprintf(stderr, "uringfs: writing the stats: %s\n", strerror(-ret));
 	else if (withheld)
-		fprintf(stderr, "uringfs: %lu other users' requests not listed (%s)\n", withheld,
+		fprintf(stderr, "uringfs: requests of other users not listed: %lu (%s)\n", withheld,
 			"root and the mount's owner see them");
 	return ret ? 1 : 0;
 }
