@@ -447,14 +447,18 @@ def posix_locks_kept_across_takeover():
     lock held before is held after (another process's F_SETLK fails,
     F_GETLK names the holder), an F_SETLKW blocked across it gets the lock
     once the holder unlocks through the new daemon, and the holder's close
-    releases what it still holds.  Before, the take-over was refused
+    releases what it still holds (FLUSH of its owner), as does the last
+    close of an open holding an OFD lock (RELEASE of its fh).  Before, the take-over was refused
     (97eb846), and before that the successor served with the locks gone."""
     require_handover()
     with ufs.Mount(opts='posix_locks=on') as m:
         path = f'{m.mnt}/locked'
         ufs.write_file(path, b'xy')
+        ufs.write_file(f'{m.mnt}/ofd', b'z')
         holder = waiter = None
+        ofd = os.open(f'{m.mnt}/ofd', os.O_RDWR)
         try:
+            sx.lock(ofd, fcntl.F_OFD_SETLK, fcntl.F_WRLCK, 0, 1)
             holder = Locker(path)
             for start in (0, 1):
                 holder.send(f'lock {start}')
@@ -466,6 +470,7 @@ def posix_locks_kept_across_takeover():
             for start in (0, 1):
                 check_eq(byte_locked(path, start), (True, holder.proc.pid),
                          f'byte {start} still held by the holder after the take-over')
+            check(byte_locked(f'{m.mnt}/ofd', 0)[0], 'the OFD lock still held after it')
             check_eq(waiter.answer(0.5), None, 'the waiter still waits after the take-over')
             holder.send('unlock 0')
             check_eq(holder.answer(30), 'ok', 'the holder unlocks byte 0 after the take-over')
@@ -478,8 +483,14 @@ def posix_locks_kept_across_takeover():
             check_eq(byte_locked(path, 1), (False, 0), 'the holder\'s close released byte 1')
             waiter.exit()
             check_eq(byte_locked(path, 0), (False, 0), 'the waiter\'s close released byte 0')
+            os.close(ofd)
+            ofd = -1
+            check_eq(byte_locked(f'{m.mnt}/ofd', 0), (False, 0),
+                     'closing the OFD lock\'s open released it')
             check_eq(ufs.read_file(path), b'xy', 'the new daemon serves')
         finally:
+            if ofd >= 0:
+                os.close(ofd)
             for p in (holder, waiter):
                 if p:
                     p.kill()
