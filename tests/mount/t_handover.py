@@ -544,6 +544,41 @@ def takeover_without_daemon_fails_cleanly():
 
 
 @case(mount=False, root=True, timeout=60)
+def takeover_lock_format_checked():
+    """A successor says in its HELLO that it takes lock owners over
+    (FEATURE_LOCKS), and refuses LOCKS in a format it does not read (a
+    version or entry size of another build) in one line, exit 1.  Played
+    against a fake running daemon on the take-over socket of a directory."""
+    require_handover()
+    d = ufs.scratch_dir('fmt')
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as lsock:
+        lsock.bind(takeover_socket(os.path.realpath(d)))
+        lsock.listen(1)
+        lsock.settimeout(30)
+        succ = subprocess.Popen([ufs.config().daemon, '--take-over', d], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            conn, _ = lsock.accept()
+            with conn:
+                conn.settimeout(30)
+                h = conn.recv(4096)
+                check_eq((len(h), int.from_bytes(h[4:8], 'little')), (1272, 1), 'a HELLO')
+                check_eq(int.from_bytes(h[16:20], 'little') & 1, 1, 'it names FEATURE_LOCKS')
+                locks = ((0x48534655).to_bytes(4, 'little') + (7).to_bytes(4, 'little') +
+                         bytes(8) + (2).to_bytes(4, 'little') + (32).to_bytes(4, 'little'))
+                conn.send(locks + bytes(1272 - len(locks)))
+                _, err = succ.communicate(timeout=30)
+        finally:
+            if succ.poll() is None:
+                succ.kill()
+                succ.wait()
+            os.unlink(takeover_socket(os.path.realpath(d)))
+    check_eq(succ.returncode, 1, 'exit status')
+    check('format 2' in err and len(err.strip().splitlines()) == 1,
+          f'one line saying why: {err!r}')
+
+
+@case(mount=False, root=True, timeout=60)
 def second_daemon_refused():
     """A second start on a served mount point refuses, naming --take-over,
     and the mount goes on serving."""
