@@ -75,9 +75,9 @@ struct ufs_fs {
 	struct ufs_copies copies;
 	struct ufs_budget budget;	/* descriptors charged per user */
 	/*
-	 * POSIX lock owners' descriptions open (fs_lock.c), atomic: their
-	 * locks live on descriptors a take-over does not pass on, so a
-	 * take-over waits for none (handover_socket.c).
+	 * POSIX lock owners' descriptions open (fs_lock.c), atomic: a
+	 * take-over passes them on, and refuses a successor that cannot take
+	 * them while there are any (handover_socket.c).
 	 */
 	uint64_t lock_owners;
 	bool zero_copy;			/* opens ask for FOPEN_IO_URING_ZERO_COPY */

@@ -15,6 +15,13 @@
  * SETLKW may wait forever, so it waits on a helper thread (wait.c) and the
  * request is completed from there; an INTERRUPT for it ends the wait and
  * the caller sees EINTR.
+ *
+ * A take-over hands the owners' descriptions to the successor with what
+ * they are keyed by (ufs_lock_owners_collect, ufs_lock_owner_restore): the
+ * locks are the descriptions', so they stay held.  A SETLKW parked then is
+ * the kernel's request, left unanswered by the predecessor (its wait thread
+ * goes with the process): the kernel sends it to the successor again, which
+ * waits on the same description.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -410,4 +417,102 @@ ssize_t ufs_op_setlkw(struct ufs_fs *fs, struct ufs_req *req)
 		return ret;
 	}
 	return -UFS_EQUEUED;
+}
+
+/* ---- take-over ---- */
+
+struct owners_collect {
+	struct ufs_lock_owner_state *v;
+	size_t n, cap;
+	int error;
+};
+
+/* Called with the store's inode_lock held (ufs_inode_for_each). */
+static void owners_of(void *arg, struct ufs_inode *inode)
+{
+	struct owners_collect *c = arg;
+	struct ufs_lock_owner *o;
+
+	pthread_mutex_lock(&inode->lock);
+	for (o = inode->lock_owners; o && !c->error; o = o->next) {
+		struct ufs_lock_owner_state *s;
+
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 16;
+
+			s = realloc(c->v, cap * sizeof(*s));
+			if (!s) {
+				c->error = -ENOMEM;
+				break;
+			}
+			c->v = s;
+			c->cap = cap;
+		}
+		s = &c->v[c->n];
+		s->fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+		if (s->fd < 0) {
+			c->error = -errno;
+			break;
+		}
+		s->nodeid = inode->nodeid;
+		s->owner = o->owner;
+		s->fh = o->fh;
+		s->uid = o->uid;
+		s->pid = o->pid;
+		c->n++;
+	}
+	pthread_mutex_unlock(&inode->lock);
+}
+
+int ufs_lock_owners_collect(struct ufs_fs *fs, struct ufs_lock_owner_state **v, size_t *n)
+{
+	struct owners_collect c = { 0 };
+
+	if (__atomic_load_n(&fs->lock_owners, __ATOMIC_ACQUIRE))
+		ufs_inode_for_each(&fs->inodes, owners_of, &c);
+	if (c.error) {
+		ufs_lock_owners_free(c.v, c.n);
+		c.v = NULL;
+		c.n = 0;
+	}
+	*v = c.v;
+	*n = c.n;
+	return c.error;
+}
+
+void ufs_lock_owners_free(struct ufs_lock_owner_state *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].fd >= 0)
+			close(v[i].fd);
+	}
+	free(v);
+}
+
+int ufs_lock_owner_restore(struct ufs_fs *fs, const struct ufs_lock_owner_state *s)
+{
+	struct ufs_inode *inode = ufs_inode_get(&fs->inodes, s->nodeid);
+	struct ufs_lock_owner *o = inode ? calloc(1, sizeof(*o)) : NULL;
+
+	if (!o) {
+		close(s->fd);
+		ufs_inode_put(&fs->inodes, inode);
+		return inode ? -ENOMEM : -ESTALE;
+	}
+	o->owner = s->owner;
+	o->fd = s->fd;
+	o->fh = s->fh;
+	o->uid = s->uid;
+	o->pid = s->pid;
+	/* Held already: charged to the locker without a check, as inherited opens are. */
+	o->budget = &fs->budget;
+	ufs_budget_force(o->budget, o->uid, 1);
+	o->count = &fs->lock_owners;
+	__atomic_add_fetch(o->count, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&inode->lock);
+	o->next = inode->lock_owners;
+	inode->lock_owners = o;
+	pthread_mutex_unlock(&inode->lock);
+	ufs_inode_put(&fs->inodes, inode);
+	return 0;
 }

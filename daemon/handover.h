@@ -35,6 +35,8 @@
 #include <limits.h>
 #include <sys/types.h>
 
+#include "fs_lock.h"
+
 #define UFS_INHERIT_DEV_MAX 1024	/* /dev/fuse clones: one per worker, and the reader */
 #define UFS_INHERIT_RING_MAX 512	/* rings' memory files: one per worker, and older ones */
 
@@ -58,6 +60,9 @@ struct ufs_inherit {
 	bool ring_mapped;		/* ufs_uring_inherit_map() did */
 	int *file_fds;			/* take-over: backing descriptors by fh index, -1: none */
 	uint32_t nfile_fds;
+	/* take-over: POSIX lock owners' descriptions (fs_lock.h); fd -1 once restored */
+	struct ufs_lock_owner_state *locks;
+	uint32_t nlocks, locks_cap;
 };
 
 /*

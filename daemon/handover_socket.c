@@ -12,11 +12,20 @@
  *	HELLO  ----------------------->	pauses its workers at a clean point
  *	       <-----------------------	STATE: the connection, the record, clones
  *	       <-----------------------	FILES: open files' descriptors, in batches
+ *	       <-----------------------	LOCKS: POSIX lock owners' descriptions
+ *					and their keys, in batches (if any)
  *	       <-----------------------	END
  *	restores, starts serving
  *	READY  ----------------------->	exits without unmounting
  *	(or FAIL: why) --------------->	(or serves on)
  *	waits for the socket to close, then has the kernel resend
+ *
+ * Every message is one struct handover_msg, of the size older builds send:
+ * an unknown type, a size or magic that does not match ends the exchange
+ * (EPROTO).  HELLO says what the successor can take (FEATURE_*): one that
+ * cannot take LOCKS (an older build) is refused while any owner holds a
+ * description, rather than have the locks go with this daemon.  LOCKS
+ * carries its own format version and entry size, checked by the successor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +54,9 @@
 #define PAUSE_TIMEOUT_MS 30000		/* a worker finishing its request */
 #define RESTORE_TIMEOUT_MS 300000	/* the successor reopening every file */
 #define EXIT_TIMEOUT_MS 30000		/* the old daemon leaving after READY */
+#define LOCKS_PER_MSG 31		/* lock owners a LOCKS message carries */
+#define LOCKS_VERSION 1			/* of struct handover_lock */
+#define FEATURE_LOCKS 1u		/* HELLO, index[0]: the successor takes LOCKS */
 
 enum msg_type {
 	MSG_HELLO = 1,
@@ -53,6 +65,16 @@ enum msg_type {
 	MSG_END,
 	MSG_READY,
 	MSG_FAIL,	/* text: why */
+	MSG_LOCKS,	/* fds: lock owners' descriptions, keyed by locks[] */
+};
+
+/* A POSIX lock owner (fs_lock.h) in a LOCKS message; its descriptor at the same position. */
+struct handover_lock {
+	uint64_t nodeid;
+	uint64_t owner;
+	uint64_t fh;
+	uint32_t uid;
+	int32_t pid;
 };
 
 struct handover_msg {
@@ -60,9 +82,22 @@ struct handover_msg {
 	uint32_t type;
 	uint32_t count;
 	uint32_t pid;
-	uint32_t index[FDS_PER_MSG];
-	char text[256];
+	union {
+		struct {
+			uint32_t index[FDS_PER_MSG];
+			char text[256];
+		};
+		struct {			/* MSG_LOCKS */
+			uint32_t version;	/* LOCKS_VERSION */
+			uint32_t lock_size;	/* sizeof(struct handover_lock) */
+			struct handover_lock locks[LOCKS_PER_MSG];
+		};
+	};
 };
+
+_Static_assert(sizeof(struct handover_msg) == 1272, "the message size older builds speak");
+_Static_assert(8 + LOCKS_PER_MSG * sizeof(struct handover_lock) <= FDS_PER_MSG * sizeof(uint32_t),
+	       "a LOCKS message leaves text alone");
 
 /* ---- the socket ---- */
 
@@ -280,6 +315,36 @@ static void file_add(void *arg, uint32_t index, int fd)
 		files_flush(b);
 }
 
+/* The POSIX lock owners' descriptions and their keys (fs_lock.c), in batches. */
+static int locks_send(struct ufs_daemon *d, int sock)
+{
+	struct ufs_lock_owner_state *v;
+	size_t n;
+	int ret = ufs_lock_owners_collect(&d->fs, &v, &n);
+
+	for (size_t i = 0; !ret && i < n; i += LOCKS_PER_MSG) {
+		struct handover_msg m = { .magic = HANDOVER_MAGIC, .type = MSG_LOCKS };
+		int fds[LOCKS_PER_MSG];
+
+		m.version = LOCKS_VERSION;
+		m.lock_size = sizeof(struct handover_lock);
+		for (; m.count < LOCKS_PER_MSG && i + m.count < n; m.count++) {
+			const struct ufs_lock_owner_state *s = &v[i + m.count];
+			struct handover_lock *l = &m.locks[m.count];
+
+			l->nodeid = s->nodeid;
+			l->owner = s->owner;
+			l->fh = s->fh;
+			l->uid = s->uid;
+			l->pid = s->pid;
+			fds[m.count] = s->fd;
+		}
+		ret = send_msg(sock, &m, fds, m.count);
+	}
+	ufs_lock_owners_free(v, n);
+	return ret;
+}
+
 /* Everything but the verdict; 0 or a negative errno with why set. */
 static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
 {
@@ -304,6 +369,8 @@ static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
 		ret = files_flush(&b);
 	}
 	if (!ret)
+		ret = locks_send(d, sock);
+	if (!ret)
 		ret = send_type(sock, MSG_END, NULL);
 	if (ret)
 		snprintf(why, len, "sending the descriptors: %s", strerror(-ret));
@@ -317,6 +384,7 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	char why[300] = "";
 	int sock, ret, fds[FDS_PER_MSG];
 	uint64_t lock_owners;
+	uint32_t features;
 	bool took = false;
 
 	sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -335,6 +403,7 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 		close(sock);
 		return false;
 	}
+	features = m.index[0];
 	ufs_info("take-over: pid %u asks for %s", m.pid, d->mountpoint);
 	if (!ufs_record_kept(&d->record)) {
 		snprintf(why, sizeof(why), "this daemon keeps no hand-over record (handover=off)");
@@ -352,16 +421,16 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	}
 	/*
 	 * POSIX locks are held on the owners' own descriptions (fs_lock.c),
-	 * which the hand-over does not pass on: the locks would go with this
-	 * daemon while their holders think they hold them.  Paused, no owner
-	 * comes or goes.
+	 * which LOCKS passes on; a successor that does not take them (an older
+	 * build) would let the locks go with this daemon while their holders
+	 * think they hold them.  Paused, no owner comes or goes.
 	 */
 	lock_owners = __atomic_load_n(&d->fs.lock_owners, __ATOMIC_ACQUIRE);
-	if (lock_owners) {
+	if (lock_owners && !(features & FEATURE_LOCKS)) {
 		snprintf(why, sizeof(why), "%llu POSIX lock owner%s hold%s locks through the mount "
-			 "(posix_locks), which a successor cannot keep: try again once they unlock",
-			 (unsigned long long)lock_owners, lock_owners == 1 ? "" : "s",
-			 lock_owners == 1 ? "s" : "");
+			 "(posix_locks), which the successor (an older build) cannot keep: try "
+			 "again once they unlock", (unsigned long long)lock_owners,
+			 lock_owners == 1 ? "" : "s", lock_owners == 1 ? "s" : "");
 		send_type(sock, MSG_FAIL, why);
 		ufs_transport_resume(d);
 		ufs_warn("take-over by pid %u refused: %s", m.pid, why);
@@ -441,6 +510,52 @@ static int take_state(struct ufs_inherit *in, const struct handover_msg *m, int 
 	return 0;
 }
 
+/* -EPROTONOSUPPORT, with why set: a format this build does not read. */
+static int take_locks(struct ufs_inherit *in, const struct handover_msg *m, int *fds,
+		      unsigned int nfds, char *why, size_t why_len)
+{
+	uint32_t want = in->nlocks + nfds;
+	int ret =
+		nfds == m->count && nfds <= LOCKS_PER_MSG && want <= UFS_RECORD_FILES ? 0 : -EPROTO;
+
+	if (m->version != LOCKS_VERSION || m->lock_size != sizeof(struct handover_lock)) {
+		snprintf(why, why_len, "the running daemon hands POSIX lock owners over in format "
+			 "%u (entries of %u bytes), this build reads format %u (%zu bytes)",
+			 m->version, m->lock_size, LOCKS_VERSION, sizeof(struct handover_lock));
+		ret = -EPROTONOSUPPORT;
+	}
+	if (!ret && want > in->locks_cap) {
+		uint32_t cap = want > 2 * in->locks_cap ? want : 2 * in->locks_cap;
+		struct ufs_lock_owner_state *p = realloc(in->locks, cap * sizeof(*p));
+
+		if (p) {
+			in->locks = p;
+			in->locks_cap = cap;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	for (unsigned int i = 0; i < nfds; i++) {
+		struct ufs_lock_owner_state *s;
+		const struct handover_lock *l;
+
+		if (ret) {
+			close(fds[i]);
+			continue;
+		}
+		s = &in->locks[in->nlocks];
+		l = &m->locks[i];
+		s->nodeid = l->nodeid;
+		s->owner = l->owner;
+		s->fh = l->fh;
+		s->uid = l->uid;
+		s->pid = l->pid;
+		s->fd = fds[i];
+		in->nlocks++;
+	}
+	return ret;
+}
+
 static int take_files(struct ufs_inherit *in, const struct handover_msg *m, int *fds,
 		      unsigned int nfds)
 {
@@ -471,6 +586,15 @@ bool ufs_handover_served(const char *real)
 	return true;
 }
 
+/* HELLO, saying what this build can take. */
+static int send_hello(int sock)
+{
+	struct handover_msg m = { .magic = HANDOVER_MAGIC, .type = MSG_HELLO, .pid = getpid() };
+
+	m.index[0] = FEATURE_LOCKS;
+	return send_msg(sock, &m, NULL, 0);
+}
+
 int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *why,
 			 size_t why_len)
 {
@@ -496,7 +620,7 @@ int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *w
 		snprintf(why, why_len, "the take-over socket of %s belongs to another user", real);
 		return -EPERM;
 	}
-	ret = send_type(in->conn, MSG_HELLO, NULL);
+	ret = send_hello(in->conn);
 	while (!ret) {
 		ret = recv_msg(in->conn, &m, fds, &nfds, PAUSE_TIMEOUT_MS + 5000);
 		if (ret)
@@ -514,9 +638,13 @@ int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *w
 			ret = take_state(in, &m, fds, nfds);
 		else if (m.type == MSG_FILES)
 			ret = take_files(in, &m, fds, nfds);
+		else if (m.type == MSG_LOCKS)
+			ret = take_locks(in, &m, fds, nfds, why, why_len);
 		else
 			ret = -EPROTO;
 	}
+	if (ret == -EPROTONOSUPPORT)
+		return -EPROTO;	/* take_locks said why */
 	snprintf(why, why_len, "take-over of %s: %s", real, strerror(-ret));
 	return ret;
 }

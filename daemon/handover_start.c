@@ -53,6 +53,7 @@ void ufs_inherit_release(struct ufs_inherit *in)
 			close(in->file_fds[i]);
 	}
 	free(in->file_fds);
+	ufs_lock_owners_free(in->locks, in->nlocks);
 	ufs_inherit_init(in);
 }
 

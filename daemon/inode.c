@@ -583,6 +583,22 @@ void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t 
 		ufs_inode_free(inodes, inode);
 }
 
+/*
+ * fn on every inode the kernel may name, under inode_lock (fn may take
+ * inode->lock, nothing that takes inode_lock): for a paused daemon's
+ * hand-over (fs_lock.c).
+ */
+void ufs_inode_for_each(struct ufs_inode_store *inodes,
+			void (*fn)(void *arg, struct ufs_inode *inode), void *arg)
+{
+	pthread_mutex_lock(&inodes->inode_lock);
+	for (size_t i = 0; i < inodes->buckets; i++) {
+		for (struct ufs_inode *inode = inodes->by_id[i]; inode; inode = inode->next_by_id)
+			fn(arg, inode);
+	}
+	pthread_mutex_unlock(&inodes->inode_lock);
+}
+
 size_t ufs_inode_count(struct ufs_inode_store *inodes)
 {
 	size_t n;

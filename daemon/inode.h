@@ -143,6 +143,8 @@ void ufs_inode_ref(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 bool ufs_inode_pinned_by_others(struct ufs_inode_store *inodes, struct ufs_inode *inode);
 void ufs_inode_forget(struct ufs_inode_store *inodes, uint64_t nodeid, uint64_t nlookup);
 size_t ufs_inode_count(struct ufs_inode_store *inodes);
+void ufs_inode_for_each(struct ufs_inode_store *inodes,
+			void (*fn)(void *arg, struct ufs_inode *inode), void *arg);
 uint64_t ufs_inode_prune_forgets(struct ufs_inode_store *inodes);
 void ufs_inode_export_stats(struct ufs_inode_store *inodes, struct ufs_exports *out);
 /* 0 if the inode is inside SOURCE, else -ENOENT (confine.c) */

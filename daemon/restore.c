@@ -10,7 +10,9 @@
  *     settings must give the very reply the kernel holds the connection to;
  *  3. every node id the kernel may send, as an inode evicted to its file
  *     handle (reopened on first use), and the export records;
- *  4. every open file at its fh, on the descriptor handed over or reopened
+ *  4. every POSIX lock owner's description handed over, back on its inode
+ *     under its keys (fs_lock.c): the locks are the descriptions';
+ *  5. every open file at its fh, on the descriptor handed over or reopened
  *     by handle with the flags it was opened with (O_TRUNC and O_CREAT
  *     dropped), on the data path the kernel holds it on.
  */
@@ -27,6 +29,7 @@
 #include "fs_control.h"
 #include "fs_setup.h"
 #include "fs_file.h"
+#include "fs_lock.h"
 #include "fs_shared.h"
 #include "io_path.h"
 #include "log.h"
@@ -158,6 +161,36 @@ static int restore_nodes(struct ufs_daemon *d, char *why, size_t len)
 }
 
 /*
+ * The lock owners' descriptions a take-over handed over.  Before the open
+ * files, whose losses this daemon would write into the record: a lock that
+ * cannot be kept fails the take-over, and the predecessor, which still holds
+ * every description, serves on with the lock held.
+ */
+static int restore_locks(struct ufs_daemon *d, char *why, size_t len)
+{
+	struct ufs_inherit *in = &d->handover.inherit;
+	int ret = 0;
+
+	for (uint32_t i = 0; i < in->nlocks; i++) {
+		struct ufs_lock_owner_state *s = &in->locks[i];
+
+		if (!ret) {
+			ret = ufs_lock_owner_restore(&d->fs, s);
+			if (ret)
+				fail(why, len, ret, "the POSIX locks of a lock owner on node %llu "
+				     "cannot be kept (%s): the running daemon keeps them and serves on",
+				     (unsigned long long)s->nodeid, strerror(-ret));
+		} else {
+			close(s->fd);
+		}
+		s->fd = -1;
+	}
+	if (!ret && in->nlocks)
+		ufs_info("take-over: %u POSIX lock owners' descriptions restored", in->nlocks);
+	return ret;
+}
+
+/*
  * The backing descriptor of an open file: the one handed over, or its file
  * reopened.  A passed-through open keeps none (fs_open.c): -1 for it.
  */
@@ -276,6 +309,8 @@ int ufs_restore(struct ufs_daemon *d, char *why, size_t len)
 	    d->conn.passthrough)
 		ufs_info("passthrough: off (%s)", pt_why);
 	ret = restore_nodes(d, why, len);
+	if (!ret)
+		ret = restore_locks(d, why, len);
 	if (ret)
 		return ret;
 	restore_files(d);

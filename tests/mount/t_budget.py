@@ -486,6 +486,44 @@ def takeover_keeps_charges():
         wait_charged(m, 0, 'once every open is closed, across the take-over')
 
 
+def ofd_locker(chan, path, n):
+    """Child: an OFD lock on each of n opens of path (n lock owners); hold them
+    until told, then close."""
+    fds = []
+    try:
+        for i in range(n):
+            fds.append(os.open(path, os.O_RDWR))
+            lk = struct.pack('hhqqi4x', fcntl.F_WRLCK, os.SEEK_SET, i, 1, 0)
+            fcntl.fcntl(fds[-1], fcntl.F_OFD_SETLK, lk)
+        chan.send(len(fds))
+        chan.recv(timeout=600)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@case(mount=False, root=True, timeout=180)
+def takeover_keeps_lock_owner_charges():
+    """The lock owners' descriptions a take-over hands over (posix_locks=on)
+    stay charged to their locker in the successor, and their charges go
+    with them at the last close."""
+    require_daemon_here()
+    with LimitedMount(opts='allow_other,posix_locks=on,io_path=copy') as m:
+        prepare(m)
+        locker = ufs.Child(ofd_locker, f'{m.mnt}/mine', 20, user=ufs.TEST_USER)
+        try:
+            check_eq(locker.recv(timeout=120), 20, 'the locks taken')
+            before = m.stats()['fds_charged']
+            check(before >= 40, f'20 opens and 20 lock owners charged: {before}')
+            take_over(m)
+            wait_charged(m, before, 'after the take-over, as before it')
+            locker.send('close')
+            locker.join(timeout=120)
+        finally:
+            locker.kill()
+        wait_charged(m, 0, 'once every lock owner is gone')
+
+
 @case(mount=False, root=True, timeout=60)
 def budget_key_documented():
     """`open_fds_per_user` is a key: auto or a number from 2, shown by

@@ -18,6 +18,7 @@ must still be held when the new daemon serves.
 import errno
 import fcntl
 import os
+import select
 import shutil
 import signal
 import socket
@@ -362,66 +363,172 @@ def handles_across_takeover():
                 os.close(fd)
 
 
-@case(mount=False, root=True, timeout=120)
-def takeover_refused_while_posix_locks_held():
-    """POSIX locks live on their owners' own descriptions (fs_lock.c), which
-    the hand-over does not pass on: a take-over while one is held is refused
-    in one line, the lock stays held and the old daemon serves on; once it
-    is unlocked the take-over goes through.  Before (review 40), the
-    successor served and the lock was gone: another process took it."""
+# A process holding POSIX locks through the mount, one command a line:
+# "lock START" and "unlock START" of the byte at START, "exit" (without
+# unlocking: its close releases).  It says "ok" after each, and "ready" first.
+LOCKER = """
+import fcntl, sys
+f = open(sys.argv[1], "r+")
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd[0] == "exit":
+        break
+    op = fcntl.LOCK_EX if cmd[0] == "lock" else fcntl.LOCK_UN
+    fcntl.lockf(f, op, 1, int(cmd[1]))
+    print("ok", flush=True)
+"""
+
+
+class Locker:
+    """A process of its own (its own lock owner) locking bytes of path."""
+
+    def __init__(self, path):
+        self.proc = subprocess.Popen([sys.executable, '-c', LOCKER, path], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        check_eq(self.answer(30), 'ready', 'the locker opens the file')
+
+    def send(self, line):
+        self.proc.stdin.write(line + '\n')
+        self.proc.stdin.flush()
+
+    def answer(self, timeout):
+        """Its next line within timeout seconds, or None."""
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            return None
+        return self.proc.stdout.readline().strip()
+
+    def exit(self):
+        self.send('exit')
+        check_eq(self.proc.wait(30), 0, 'the locker exits')
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def byte_locked(path, start):
+    """Whether another owner holds the byte at start: F_SETLK of this process
+    (EAGAIN: held), and F_GETLK's holder pid."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        got = ufs.outcome(sx.lock, fd, fcntl.F_SETLK, fcntl.F_WRLCK, start, 1)
+        if got.err is None:
+            sx.lock(fd, fcntl.F_SETLK, fcntl.F_UNLCK, start, 1)
+            return False, 0
+        check(got.err in (errno.EAGAIN, errno.EACCES), f'F_SETLK of byte {start}: {got}')
+        return True, sx.lock(fd, fcntl.F_GETLK, fcntl.F_WRLCK, start, 1)[4]
+    finally:
+        os.close(fd)
+
+
+def take_over(m):
+    """--take-over by a new binary; the new daemon serves when it returns."""
+    old = m.proc
+    with open(m.log, 'ab') as log:
+        new = subprocess.Popen([new_binary(m), '-f', '--config', empty_config(), '--take-over',
+                                m.mnt], stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while old.poll() is None and new.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(new.poll() is None, f'the take-over failed (status {new.returncode})' + m.log_tail())
+    check_eq(old.wait(timeout=5), 0, 'the old daemon exits 0' + m.log_tail())
+    m.proc = new
+    check(ufs_load.wait_for(lambda: m.stats()['restarts'] == 1, 30),
+          'the new daemon serves, restart 1 of the mount' + m.log_tail())
+
+
+@case(mount=False, root=True, timeout=180)
+def posix_locks_kept_across_takeover():
+    """With posix_locks=on the daemon holds each lock owner's locks on a
+    description of its own (fs_lock.c): a take-over hands those over, so a
+    lock held before is held after (another process's F_SETLK fails,
+    F_GETLK names the holder), an F_SETLKW blocked across it gets the lock
+    once the holder unlocks through the new daemon, and the holder's close
+    releases what it still holds (FLUSH of its owner), as does the last
+    close of an open holding an OFD lock (RELEASE of its fh).  Before, the take-over was refused
+    (97eb846), and before that the successor served with the locks gone."""
     require_handover()
     with ufs.Mount(opts='posix_locks=on') as m:
-        ufs.write_file(f'{m.mnt}/locked', b'x')
-        holder = subprocess.Popen(
-            [sys.executable, '-c',
-             'import fcntl, sys\n'
-             'f = open(sys.argv[1], "r+")\n'
-             'fcntl.lockf(f, fcntl.LOCK_EX)\n'
-             'print("locked", flush=True)\n'
-             'sys.stdin.readline()\n'
-             'fcntl.lockf(f, fcntl.LOCK_UN)\n'
-             'print("unlocked", flush=True)\n'
-             'sys.stdin.readline()\n', f'{m.mnt}/locked'],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        path = f'{m.mnt}/locked'
+        ufs.write_file(path, b'xy')
+        ufs.write_file(f'{m.mnt}/ofd', b'z')
+        holder = waiter = None
+        ofd = os.open(f'{m.mnt}/ofd', os.O_RDWR)
         try:
-            check_eq(holder.stdout.readline().strip(), 'locked', 'the holder locks')
-            old = m.proc
-            r = subprocess.run([m.daemon, '-f', '--config', empty_config(), '--take-over',
-                                m.mnt], stdin=subprocess.DEVNULL, capture_output=True,
-                               text=True, timeout=60)
-            check(r.returncode != 0, 'a take-over while a POSIX lock is held is refused')
-            check('POSIX lock' in r.stderr, f'saying why: {r.stderr!r}')
-            check(old.poll() is None, 'the old daemon serves on' + m.log_tail())
-            other = os.open(f'{m.mnt}/locked', os.O_RDWR)
-            try:
-                try:
-                    fcntl.lockf(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    taken = True
-                except OSError as e:
-                    check(e.errno in (errno.EAGAIN, errno.EACCES), f'lockf: {e}')
-                    taken = False
-                check(not taken, 'the lock is still held after the refused take-over')
-            finally:
-                os.close(other)
-            holder.stdin.write('\n')
-            holder.stdin.flush()
-            check_eq(holder.stdout.readline().strip(), 'unlocked', 'the holder unlocks')
-            # Its owner's description goes at the holder's close (FLUSH): end it.
-            holder.stdin.close()
-            holder.wait(30)
-            with open(m.log, 'ab') as log:
-                new = subprocess.Popen([m.daemon, '-f', '--config', empty_config(),
-                                        '--take-over', m.mnt], stdin=subprocess.DEVNULL,
-                                       stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-            check_eq(old.wait(timeout=60), 0, 'with no lock held the take-over goes through'
+            sx.lock(ofd, fcntl.F_OFD_SETLK, fcntl.F_WRLCK, 0, 1)
+            holder = Locker(path)
+            for start in (0, 1):
+                holder.send(f'lock {start}')
+                check_eq(holder.answer(30), 'ok', f'the holder locks byte {start}')
+            waiter = Locker(path)
+            waiter.send('lock 0')
+            check_eq(waiter.answer(1), None, 'the waiter blocks in F_SETLKW')
+            take_over(m)
+            for start in (0, 1):
+                check_eq(byte_locked(path, start), (True, holder.proc.pid),
+                         f'byte {start} still held by the holder after the take-over')
+            check(byte_locked(f'{m.mnt}/ofd', 0)[0], 'the OFD lock still held after it')
+            check_eq(waiter.answer(0.5), None, 'the waiter still waits after the take-over')
+            holder.send('unlock 0')
+            check_eq(holder.answer(30), 'ok', 'the holder unlocks byte 0 after the take-over')
+            check_eq(waiter.answer(30), 'ok', 'the waiter gets byte 0 after the unlock'
                      + m.log_tail())
-            m.proc = new
-            check_eq(ufs.read_file(f'{m.mnt}/locked'), b'x', 'the new daemon serves')
+            # F_GETLK names some other owner's process (fs_lock.c conflict_pid): two now.
+            check(byte_locked(path, 0)[0], 'the waiter holds byte 0')
+            check(byte_locked(path, 1)[0], 'the holder keeps byte 1')
+            holder.exit()
+            check_eq(byte_locked(path, 1), (False, 0), 'the holder\'s close released byte 1')
+            waiter.exit()
+            check_eq(byte_locked(path, 0), (False, 0), 'the waiter\'s close released byte 0')
+            os.close(ofd)
+            ofd = -1
+            check_eq(byte_locked(f'{m.mnt}/ofd', 0), (False, 0),
+                     'closing the OFD lock\'s open released it')
+            check_eq(ufs.read_file(path), b'xy', 'the new daemon serves')
         finally:
-            if holder.poll() is None:
-                holder.kill()
-                holder.wait()
+            if ofd >= 0:
+                os.close(ofd)
+            for p in (holder, waiter):
+                if p:
+                    p.kill()
+
+
+def hello(pid, features):
+    """A take-over HELLO (handover_socket.c's struct handover_msg, 1272 bytes)."""
+    head = (0x48534655).to_bytes(4, 'little') + (1).to_bytes(4, 'little') + bytes(4)
+    return head + pid.to_bytes(4, 'little') + features.to_bytes(4, 'little') + bytes(1272 - 20)
+
+
+@case(mount=False, root=True, timeout=120)
+def takeover_by_older_build_refused_while_posix_locks_held():
+    """A successor that cannot take the lock owners over (an older build:
+    its HELLO names no FEATURE_LOCKS) is refused in one line while one holds
+    a lock, and the old daemon serves on with the lock held."""
+    require_handover()
+    with ufs.Mount(opts='posix_locks=on') as m:
+        path = f'{m.mnt}/locked'
+        ufs.write_file(path, b'x')
+        holder = Locker(path)
+        try:
+            holder.send('lock 0')
+            check_eq(holder.answer(30), 'ok', 'the holder locks')
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+                s.settimeout(60)
+                s.connect(takeover_socket(os.path.realpath(m.mnt)))
+                s.send(hello(os.getpid(), 0))
+                reply = s.recv(4096)
+            check_eq(int.from_bytes(reply[4:8], 'little'), 6, 'the daemon answers FAIL')
+            text = reply[1016:].split(b'\0')[0].decode()
+            check('POSIX lock' in text and 'older build' in text, f'saying why: {text!r}')
+            check(m.proc.poll() is None, 'the old daemon serves on' + m.log_tail())
+            check_eq(byte_locked(path, 0), (True, holder.proc.pid), 'the lock is still held')
+            holder.exit()
+            check_eq(byte_locked(path, 0), (False, 0), 'the holder\'s close released it')
+        finally:
+            holder.kill()
 
 
 @case(mount=False, root=True, timeout=60)
@@ -434,6 +541,41 @@ def takeover_without_daemon_fails_cleanly():
     check_eq(r.returncode, 1, 'exit status')
     check('no uringfs daemon' in r.stderr and len(r.stderr.strip().splitlines()) == 1,
           f'one line saying why: {r.stderr!r}')
+
+
+@case(mount=False, root=True, timeout=60)
+def takeover_lock_format_checked():
+    """A successor says in its HELLO that it takes lock owners over
+    (FEATURE_LOCKS), and refuses LOCKS in a format it does not read (a
+    version or entry size of another build) in one line, exit 1.  Played
+    against a fake running daemon on the take-over socket of a directory."""
+    require_handover()
+    d = ufs.scratch_dir('fmt')
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as lsock:
+        lsock.bind(takeover_socket(os.path.realpath(d)))
+        lsock.listen(1)
+        lsock.settimeout(30)
+        succ = subprocess.Popen([ufs.config().daemon, '--take-over', d], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            conn, _ = lsock.accept()
+            with conn:
+                conn.settimeout(30)
+                h = conn.recv(4096)
+                check_eq((len(h), int.from_bytes(h[4:8], 'little')), (1272, 1), 'a HELLO')
+                check_eq(int.from_bytes(h[16:20], 'little') & 1, 1, 'it names FEATURE_LOCKS')
+                locks = ((0x48534655).to_bytes(4, 'little') + (7).to_bytes(4, 'little') +
+                         bytes(8) + (2).to_bytes(4, 'little') + (32).to_bytes(4, 'little'))
+                conn.send(locks + bytes(1272 - len(locks)))
+                _, err = succ.communicate(timeout=30)
+        finally:
+            if succ.poll() is None:
+                succ.kill()
+                succ.wait()
+            os.unlink(takeover_socket(os.path.realpath(d)))
+    check_eq(succ.returncode, 1, 'exit status')
+    check('format 2' in err and len(err.strip().splitlines()) == 1,
+          f'one line saying why: {err!r}')
 
 
 @case(mount=False, root=True, timeout=60)
