@@ -116,9 +116,11 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	}
 	d->fuse_fd = d->mnt.fd;
 	/* A successor finds every node id by its file handle: none, no hand-over. */
+	/* An ordinary user's daemon has none by design: not a warning (--stats says it). */
 	if (d->cfg.handover && !d->fs.inodes.handles.usable) {
-		ufs_warn("handover: %s gives no file handles (inode_handles): a successor could "
-			 "not find its files again, so this mount goes with its daemon", d->source);
+		ufs_log(d->fs.inodes.handles.unprivileged ? UFS_LOG_INFO : UFS_LOG_WARN,
+			"handover: %s gives no file handles (inode_handles): a successor could "
+			"not find its files again, so this mount goes with its daemon", d->source);
 	} else if (d->cfg.handover) {
 		ufs_mount_kernel_options(&d->cfg, &d->mount_opts, options, sizeof(options));
 		ret = ufs_record_create(&d->record, d->source, d->mnt.real, options, settings);
