@@ -210,6 +210,21 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 		fprintf(stderr, "uringfs: --in-flight is for --stats in text format\n");
 		return 1;
 	}
+	/*
+	 * Two files named: one would be read and the other silently not.
+	 * --stats reads the file -o config= names too, as the mount did.
+	 */
+	if (d->mount_opts.has_config && d->cfg.config_path_explicit &&
+	    strcmp(d->mount_opts.config, d->cfg.config_path)) {
+		fprintf(stderr, "uringfs: mount option config=%s: --config %s names another file\n",
+			d->mount_opts.config, d->cfg.config_path);
+		return 1;
+	}
+	if (d->mount_opts.has_config && !d->cfg.config_path_explicit) {
+		snprintf(d->cfg.config_path, sizeof(d->cfg.config_path), "%s",
+			 d->mount_opts.config);
+		d->cfg.config_path_explicit = true;
+	}
 	if (cli->check_config || cli->stats_mountpoint)
 		return 0;
 	/* mount.fuse3 puts -o after the positional arguments: getopt permutes them. */
@@ -221,17 +236,6 @@ int ufs_cli_parse(struct ufs_daemon *d, struct ufs_cli *cli, int argc, char **ar
 	} else if (!(cli->print_config && argc == optind)) {
 		fprintf(stderr, "uringfs: expected SOURCE and MOUNTPOINT (try --help)\n");
 		return 1;
-	}
-	/* Two files named: one would be read and the other silently not. */
-	if (d->mount_opts.has_config && d->cfg.config_path_explicit &&
-	    strcmp(d->mount_opts.config, d->cfg.config_path)) {
-		fprintf(stderr, "uringfs: mount option config=%s: --config %s names another file\n",
-			d->mount_opts.config, d->cfg.config_path);
-		return 1;
-	}
-	if (d->mount_opts.has_config && !d->cfg.config_path_explicit) {
-		snprintf(d->cfg.config_path, sizeof(d->cfg.config_path), "%s", d->mount_opts.config);
-		d->cfg.config_path_explicit = true;
 	}
 	return 0;
 }

@@ -531,6 +531,21 @@ void ufs_config_print(const struct ufs_config *cfg, FILE *out)
 	}
 }
 
+int ufs_config_format(const struct ufs_config *cfg, const char *key, char *buf, size_t len)
+{
+	size_t index;
+	const struct ufs_opt *o = opt_find(key, &index);
+	FILE *f;
+
+	if (!o)
+		return -ENOENT;
+	f = fmemopen(buf, len, "w");
+	if (!f)
+		return -errno;
+	print_value(cfg, o, f);
+	return fclose(f) ? -EIO : 0;
+}
+
 const char *ufs_switch_name(int value)
 {
 	return switch_names[value];

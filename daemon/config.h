@@ -152,6 +152,8 @@ int ufs_config_set(struct ufs_config *cfg, const char *key, const char *value,
 		   enum ufs_source src, struct ufs_config_error *err);
 
 void ufs_config_print(const struct ufs_config *cfg, FILE *out);
+/* key's value as --print-config shows it, into buf: 0, -ENOENT (no such key) or -EIO. */
+int ufs_config_format(const struct ufs_config *cfg, const char *key, char *buf, size_t len);
 
 /* Name of the key at table index i, or NULL past the end (docs tests). */
 const char *ufs_config_key_at(size_t i);

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "config.h"
 #include "confine.h"
@@ -167,17 +169,34 @@ int ufs_inode_handle_make(struct ufs_handles *h, int fd, mode_t type,
 	return 0;
 }
 
+/* Is CAP_DAC_READ_SEARCH among this process's effective capabilities? */
+static bool may_read_search(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return true;	/* unknown: a failure is then worth a warning */
+	return data[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective & CAP_TO_MASK(CAP_DAC_READ_SEARCH);
+}
+
 /*
  * Can this process use handles on SOURCE?  open_by_handle_at needs
- * CAP_DAC_READ_SEARCH, and the file system must export handles.
+ * CAP_DAC_READ_SEARCH, and the file system must export handles.  An
+ * ordinary user's daemon has not the capability by design: that is said
+ * at info (syslog once detached) and in --stats, not as a warning.  Root's
+ * warns, with or without the capability (a sandbox that took it away, a
+ * seccomp filter, a file system without handles).
  */
 int ufs_inode_handles_probe(struct ufs_handles *h)
 {
 	struct file_handle *handle;
 	int fd, ret, mount_fd, mount_id;
 
-	if (h->cfg->inode_handles == UFS_HANDLES_NEVER)
+	if (h->cfg->inode_handles == UFS_HANDLES_NEVER) {
+		h->off_reason = "inode_handles=never";
 		return 0;
+	}
 	h->usable = true;
 	ret = ufs_inode_handle_make(h, h->confine->root_fd, S_IFDIR, &handle, &mount_fd,
 				    &mount_id);
@@ -193,12 +212,21 @@ int ufs_inode_handles_probe(struct ufs_handles *h)
 	if (!ret)
 		return 0;
 	h->usable = false;
+	h->unprivileged = ret == -EPERM && geteuid() && !may_read_search();
+	h->off_reason = h->unprivileged ? "no CAP_DAC_READ_SEARCH (an ordinary user)" :
+			ret == -EPERM ? "open_by_handle_at: Operation not permitted" :
+			ret == -EOPNOTSUPP ? "the source gives no file handles" :
+			"file handles failed on the source";
 	if (h->cfg->inode_handles == UFS_HANDLES_MANDATORY) {
 		ufs_err("inode_handles=mandatory, but file handles do not work here: %s%s",
 			strerror(-ret), ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
 		return ret;
 	}
-	ufs_warn("inode_handles: file handles unusable (%s): one descriptor per inode, "
-		 "at most RLIMIT_NOFILE inodes", strerror(-ret));
+	if (h->unprivileged)
+		ufs_info("inode_handles: no file handles without CAP_DAC_READ_SEARCH: one "
+			 "descriptor per inode, at most RLIMIT_NOFILE inodes");
+	else
+		ufs_warn("inode_handles: file handles unusable (%s): one descriptor per inode, "
+			 "at most RLIMIT_NOFILE inodes", strerror(-ret));
 	return 0;
 }

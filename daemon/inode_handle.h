@@ -21,6 +21,8 @@ struct ufs_handles {
 	const struct ufs_config *cfg;	/* inode_handles */
 	const struct ufs_confine *confine;	/* proc_fd, root_fd */
 	bool usable;			/* name_to_handle_at/open_by_handle_at usable */
+	const char *off_reason;		/* why not (--stats), NULL: usable */
+	bool unprivileged;		/* not usable for want of CAP_DAC_READ_SEARCH */
 	/*
 	 * Protected by lock, a leaf: nothing is taken under it, and nothing
 	 * that blocks runs under it.  A descriptor, once in, stays open

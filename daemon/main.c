@@ -43,6 +43,7 @@
 #include "notify.h"
 #include "process.h"
 #include "remount.h"
+#include "running.h"
 #include "slow.h"
 #include "transport.h"
 #include "worker.h"
@@ -116,9 +117,11 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	}
 	d->fuse_fd = d->mnt.fd;
 	/* A successor finds every node id by its file handle: none, no hand-over. */
+	/* An ordinary user's daemon has none by design: not a warning (--stats says it). */
 	if (d->cfg.handover && !d->fs.inodes.handles.usable) {
-		ufs_warn("handover: %s gives no file handles (inode_handles): a successor could "
-			 "not find its files again, so this mount goes with its daemon", d->source);
+		ufs_log(d->fs.inodes.handles.unprivileged ? UFS_LOG_INFO : UFS_LOG_WARN,
+			"handover: %s gives no file handles (inode_handles): a successor could "
+			"not find its files again, so this mount goes with its daemon", d->source);
 	} else if (d->cfg.handover) {
 		ufs_mount_kernel_options(&d->cfg, &d->mount_opts, options, sizeof(options));
 		ret = ufs_record_create(&d->record, d->source, d->mnt.real, options, settings);
@@ -179,6 +182,9 @@ static int run(struct ufs_daemon *d, const char *settings)
 	 * a reload right after READY=1 must find us.
 	 */
 	listen_fd = ufs_handover_listen(d);
+	/* What a remount may pass back unchanged (running.h). */
+	ufs_running_publish(d->mnt.real, d->mnt.conn_id, d->source, &d->cfg, &d->mount_opts,
+			    settings);
 	log_serving(d);
 	if (!d->foreground && !ufs_notify_under_systemd(&d->notify))
 		ufs_log_set_target(UFS_LOG_TARGET_SYSLOG);	/* detached: no more echo */
@@ -200,6 +206,7 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ret = ufs_main_loop_end(d);
 	ufs_daemon_notifiers_quiesce(d);
 	ufs_unmount(&d->mnt);
+	ufs_running_forget(d->mnt.real, d->mnt.conn_id);
 	/* Copies and waits end here: while the connection's descriptor is open. */
 	ufs_fs_destroy(&d->fs);
 	ufs_mount_release(&d->mnt);

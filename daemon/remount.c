@@ -17,8 +17,10 @@
  * (fs/namespace.c, do_remount), keeping the atime flags when no atime word
  * is given.  Read-only is then the kernel's to enforce, as for any file
  * system.  The rest of the list (the kernel's FUSE options, the daemon's
- * settings) is fixed while the mount lives; a new daemon with new
- * settings is uringfs --take-over.
+ * settings) is fixed while the mount lives: a word of it is taken only
+ * when it changes nothing (the fstab line passed back, the mount table's
+ * allow_other), else the remount is refused naming it (running.c).  A new
+ * daemon with new settings is uringfs --take-over.
  *
  * So the new flags are built from the words alone: a flag is set if its
  * word is there.  Two the daemon decided its serving by keep their state
@@ -27,7 +29,8 @@
  * suid turned on (the data path was chosen for a nosuid mount: io_path.c);
  * suid to nosuid is safe.  dirsync is a superblock flag the kernel does
  * not change on a remount (MS_RMT_MASK).  nodiratime is the daemon's alone
- * (never a kernel flag of a uringfs mount): its words change nothing here.
+ * (never a kernel flag of a uringfs mount): running.c holds it to the
+ * running daemon's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +41,7 @@
 
 #include "mount.h"
 #include "remount.h"
+#include "running.h"
 
 /* Flags the words set (on) and clear (off): a word absent is off. */
 static const struct {
@@ -128,6 +132,7 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 	struct ufs_config_error err;
 	char proc[64], super[1024], opts[sizeof(super)];
 	unsigned long ms;
+	long conn;
 	int fd, ret = 1;
 
 	if (ufs_mount_opts_each(optstr, remount_word, &w, &err)) {
@@ -140,11 +145,12 @@ int ufs_remount(const char *mountpoint, const char *optstr)
 	 */
 	fd = open(mountpoint, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 	/* Its flags from mountinfo, not statvfs: a STATFS would wait on a stopped daemon. */
-	if (fd < 0 || ufs_mount_conn_of_fd(fd, super, opts, sizeof(super)) < 0) {
+	if (fd < 0 || (conn = ufs_mount_conn_of_fd(fd, super, opts, sizeof(super))) < 0) {
 		fprintf(stderr, "uringfs: remount: no uringfs mount at %s\n", mountpoint);
 		goto out;
 	}
-	if (remount_flags(mountpoint, &w, opts, super, &ms))
+	if (remount_flags(mountpoint, &w, opts, super, &ms) ||
+	    ufs_running_check(mountpoint, conn, super, optstr))
 		goto out;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (mount(NULL, proc, NULL, MS_REMOUNT | ms, NULL)) {

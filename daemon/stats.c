@@ -116,6 +116,18 @@ static void put_control_opens(FILE *f, struct ufs_fs *fs)
 	put_u64(f, "control_opens_refused", refused);
 }
 
+/* Why the hand-over record is not kept (main.c's start_fresh), or "none". */
+static const char *handover_why(struct ufs_daemon *d)
+{
+	if (ufs_record_kept(&d->record))
+		return "none";
+	if (!d->cfg.handover)
+		return "handover=off";
+	if (!d->fs.inodes.handles.usable)
+		return "no file handles (inode_handles_reason)";
+	return "the hand-over record could not be made";
+}
+
 /* Requests that found their worker's in-flight table full (inflight.h). */
 static uint64_t inflight_untracked(struct ufs_daemon *d)
 {
@@ -190,6 +202,9 @@ char *ufs_stats_text(struct ufs_daemon *d, bool all, uid_t uid, size_t *len)
 		put_u64(f, name, sum->pt_refused[i]);
 	}
 	fprintf(f, "handover %s\n", ufs_record_kept(&d->record) ? "on" : "off");
+	fprintf(f, "handover_reason %s\n", handover_why(d));
+	fprintf(f, "inode_handles_reason %s\n",
+		d->fs.inodes.handles.off_reason ? d->fs.inodes.handles.off_reason : "none");
 	put_u64(f, "restarts", ufs_record_kept(&d->record) ?
 		__atomic_load_n(&d->record.hdr->restarts, __ATOMIC_RELAXED) : 0);
 	put_u64(f, "requests_replayed", sum->requests_replayed);

@@ -168,4 +168,33 @@ t_check "uringfs -f: umount exits 0" umount "$tmp/mnt"
 code=0
 wait "$fg_pid" || code=$?
 t_result "$code" "uringfs -f: exits 0 after the unmount (got $code)"
+
+# An ordinary user's mount (nobody, through fusermount3) is as quiet: what
+# it cannot have by design (file handles and so the hand-over, which need
+# CAP_DAC_READ_SEARCH) is said at info, in syslog and in --stats, not as a
+# warning on the terminal.  XDG_RUNTIME_DIR as a login session has it.
+mkdir -m 700 "$tmp/run-user"
+chown 65534:65534 "$tmp/run-user" "$tmp/src" "$tmp/mnt"
+chmod 755 "$tmp"
+as_user() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env XDG_RUNTIME_DIR="$tmp/run-user" "$@"
+}
+mounted as_user "$daemon" "$tmp/src" "$tmp/mnt" -o "$opts"
+user_stats() { as_user "$daemon" --stats "$tmp/mnt" -o "$opts" >"$tmp/user-stats"; }
+t_check "the user's mount: --stats works" user_stats
+t_check "the user's mount: --stats says why no file handles" \
+	grep -qx "inode_handles_reason no CAP_DAC_READ_SEARCH (an ordinary user)" "$tmp/user-stats"
+t_check "the user's mount: --stats says why no hand-over" \
+	grep -qx "handover_reason no file handles (inode_handles_reason)" "$tmp/user-stats"
+if [[ -n $syslog_note ]]; then
+	t_skip "the user's mount: syslog has why" "$syslog_note"
+else
+	# <30>: facility daemon (3), level info (6).
+	t_check "the user's mount: syslog has why, at info" wait_for 10 grep -q \
+		"^<30>.*uringfs\[[0-9]*\]: inode_handles: no file handles without CAP_DAC_READ_SEARCH" \
+		"$tmp/syslog"
+fi
+t_check "the user's mount: fusermount3 -u exits 0" as_user fusermount3 -u "$tmp/mnt"
+t_check "the user's daemon then exits" wait_for 30 no_daemon
 t_done

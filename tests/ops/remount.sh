@@ -11,6 +11,9 @@
 # each pair is what a daemon that starts from the mount's present flags
 # gets wrong.  Then what must be refused, in one line, and what must be
 # left alone (a file system mounted on top, a remount by an ordinary user).
+# The daemon's settings and the kernel's FUSE options cannot change on a
+# remount: each is refused unless it equals what the mount runs with (the
+# fstab line's, passed back by mount(8) with every remount of it, are).
 #
 # Same namespace set-up as fstab-mount.sh: the built daemon covers
 # /usr/local/sbin (mount(8) runs helpers without PATH), a test fstab
@@ -45,7 +48,11 @@ trap cleanup EXIT
 mkdir "$mnt"
 t_cover_helpers "$tmp"
 : >"$tmp/fstab.empty"
-printf '%s %s fuse.uringfs defaults,allow_other,nosuid 0 0\n' "$tmp/src" "$mnt" >"$tmp/fstab"
+# The fstab line carries daemon settings: mount(8) passes them back with
+# every remount of it, and they are no change then.
+printf '[fuse]\nnegative_timeout = 3\n' >"$tmp/uringfs.conf"
+printf '%s %s fuse.uringfs defaults,allow_other,nosuid,entry_timeout=5,config=%s 0 0\n' \
+	"$tmp/src" "$mnt" "$tmp/uringfs.conf" >"$tmp/fstab"
 printf '#!/bin/sh\necho ran\n' >"$tmp/src/prog"
 chmod 755 "$tmp/src/prog"
 echo target >"$tmp/src/target"
@@ -131,18 +138,41 @@ round() {
 round "by hand" "$tmp/fstab.empty" mount -t fuse.uringfs "$tmp/src" "$mnt" -o allow_other,nosuid
 round "fstab line" "$tmp/fstab" mount "$mnt"
 
+# A daemon setting a remount cannot apply is refused in one line naming it,
+# the mount left as it was; one equal to the running daemon's (the fstab
+# line's, the configuration file's) is no change.
+refused() { ! mount -o "remount,$1" "$mnt" 2>"$err" && one_line_naming "$2"; }
+still_rw() { vfs_has rw && vfs_has nosuid; }
+mount --bind "$tmp/fstab" /etc/fstab
+t_check "fstab line with settings: mounts" mount "$mnt"
+t_check "remount,entry_timeout=7 is refused in one line" refused entry_timeout=7 entry_timeout
+t_check "remount,ro,negative_timeout=4 is refused in one line" \
+	refused ro,negative_timeout=4 negative_timeout=4
+t_check "after the refusals the mount is still rw" still_rw
+t_check "remount,entry_timeout=5 (the fstab line's) exits 0" remount entry_timeout=5
+t_check "remount,negative_timeout=3 (the file's) exits 0" remount negative_timeout=3
+t_check "remount,config= another file is refused in one line" \
+	refused "config=$tmp/fstab.empty" config=
+t_check "umount exits 0" umount "$mnt"
+umount /etc/fstab
+
 # What is refused, in one line, and what is left alone.
 mount --bind "$tmp/fstab.empty" /etc/fstab
 kept_nosymfollow() { remount ro && vfs_has ro && vfs_has nosymfollow; }
 t_check "mount -o nosymfollow: mounts" \
-	mount -t fuse.uringfs "$tmp/src" "$mnt" -o nosymfollow,nosuid
+	mount -t fuse.uringfs "$tmp/src" "$mnt" -o nosymfollow,nosuid,attr_timeout=2
 t_check "mount -o nosymfollow: nosymfollow in mountinfo" vfs_has nosymfollow
 t_check "mount -o nosymfollow: a symlink is not followed" symlink_refused
 t_check "mount -o nosymfollow: remount,ro keeps it" kept_nosymfollow
 t_check "remount,rw exits 0" remount rw
 
-refused() { ! mount -o "remount,$1" "$mnt" 2>"$err" && one_line_naming "$2"; }
 as_before() { vfs_has rw && vfs_has nosuid && vfs_has nosymfollow; }
+t_check "remount,attr_timeout=2 (as mounted) exits 0" remount attr_timeout=2
+t_check "remount,attr_timeout=3 is refused in one line" refused attr_timeout=3 attr_timeout
+t_check "remount,ro,debug is refused in one line" refused ro,debug debug
+t_check "remount,nodiratime is refused in one line" refused nodiratime nodiratime
+t_check "remount,user_id=12345 is refused in one line" refused user_id=12345 user_id
+t_check "remount,fsname=other is refused in one line" refused fsname=other fsname
 take_over_refused() {
 	! "$daemon" --take-over "$mnt" -o remount,ro 2>"$err" && one_line_naming remount
 }
