@@ -169,6 +169,77 @@ static int caller_own_ids(const struct ufs_req *req)
 	return info.fsuid == req->in->uid && info.fsgid == req->in->gid;
 }
 
+/* What the status file says of a thread's own ids, before 6.13's PIDFD_GET_INFO. */
+struct own_ids_parse {
+	unsigned int uid, gid;
+	int found;		/* lines read of Uid:, Gid:, Kthread: */
+	bool kthread;
+};
+
+static int own_ids_line(struct own_ids_parse *p, const char *line)
+{
+	unsigned int r, e, s, f;
+
+	if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &f) == 4) {
+		p->uid = f;
+		p->found++;
+	} else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &s, &f) == 4) {
+		p->gid = f;
+		p->found++;
+	} else if (sscanf(line, "Kthread: %u", &f) == 1) {
+		p->kthread = f;
+		p->found++;
+	}
+	return p->found < 3;
+}
+
+static int status_own_ids(const struct ufs_req *req, struct own_ids_parse *p)
+{
+	char path[48], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", req->in->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0 && own_ids_line(p, line))
+		;
+	free(line);
+	fclose(f);
+	return p->found >= 2 ? 0 : -ESRCH;
+}
+
+int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
+{
+	struct ufs_pidfd_info info = { .mask = UFS_PIDFD_INFO_PID | UFS_PIDFD_INFO_CREDS };
+	struct own_ids_parse p = { .found = 0 };
+	int fd, ret = -EOPNOTSUPP;
+
+	if (!req->in->pid)
+		return -ESRCH;
+	fd = (int)syscall(SYS_pidfd_open, req->in->pid, PIDFD_THREAD);
+	if (fd < 0)
+		return -errno;
+	if (!ioctl(fd, UFS_PIDFD_GET_INFO, &info) && (info.mask & UFS_PIDFD_INFO_CREDS)) {
+		p.uid = info.fsuid;
+		p.gid = info.fsgid;
+		/* kthreadd (pid 2 of the initial namespace) and its children */
+		p.kthread = info.pid == 2 || info.ppid == 2;
+		ret = 0;
+	}
+	close(fd);
+	if (ret)
+		ret = status_own_ids(req, &p);
+	if (ret)
+		return ret;
+	if (p.kthread)
+		return -EPERM;
+	*uid = p.uid;
+	*gid = p.gid;
+	return 0;
+}
+
 /* The caller's effective capabilities by capget(2): 0, or a negative errno. */
 static int caller_capget(const struct ufs_req *req, uint64_t *caps)
 {

@@ -93,6 +93,7 @@ static const struct ufs_opt opts[] = {
 	BOOL("allow_other", "fuse", allow_other, "off"),
 	BOOL("default_permissions", "fuse", default_permissions, "on"),
 	BOOL("posix_acl", "fuse", posix_acl, "on"),
+	BOOL("idmap", "fuse", idmap, "off"),
 	BOOL("posix_locks", "fuse", posix_locks, "off"),
 	BOOL("flock_locks", "fuse", flock_locks, "off"),
 	ENUM("readdirplus", "fuse", readdirplus, rdp_names, "auto"),

@@ -110,6 +110,7 @@ struct ufs_config {
 	bool allow_other;
 	bool default_permissions;
 	bool posix_acl;
+	bool idmap;			/* FUSE_ALLOW_IDMAP: the mount may be idmapped */
 	bool posix_locks;
 	bool flock_locks;
 	int readdirplus;		/* enum ufs_readdirplus */

@@ -240,8 +240,12 @@ void ufs_ident_of(struct ufs_fs *fs, const struct ufs_req *req, const struct ufs
 	}
 	who->uid = req->in->uid;
 	who->gid = req->in->gid;
+	/*
+	 * An id without a mapping, or none sent (idmap): fewer rights, never
+	 * more.  Not the calling thread's own ids: an io-wq worker acting for
+	 * a user that dropped root holds root's (t_charge).
+	 */
 	if (who->uid == FUSE_INVALID_UIDGID || who->gid == FUSE_INVALID_UIDGID) {
-		/* An id without a mapping: fewer rights, never more. */
 		who->uid = who->gid = 65534;
 		who->set = true;
 		return;

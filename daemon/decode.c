@@ -15,6 +15,7 @@
 
 #define OP(code, n, size, kind, fl) [code] = { .name = n, .op_size = size, .args = kind, .flags = fl }
 #define INODE UFS_OPF_INODE
+#define CALLER (UFS_OPF_INODE | UFS_OPF_CALLER)
 
 static const struct ufs_op_desc op_table[] = {
 	OP(FUSE_LOOKUP, "LOOKUP", 0, UFS_ARGS_LOOKUP_NAME, INODE),
@@ -29,7 +30,7 @@ static const struct ufs_op_desc op_table[] = {
 	OP(FUSE_RMDIR, "RMDIR", 0, UFS_ARGS_NAME, INODE),
 	OP(FUSE_RENAME, "RENAME", sizeof(struct fuse_rename_in), UFS_ARGS_TWO_NAMES, INODE),
 	OP(FUSE_LINK, "LINK", sizeof(struct fuse_link_in), UFS_ARGS_NAME, INODE),
-	OP(FUSE_OPEN, "OPEN", sizeof(struct fuse_open_in), UFS_ARGS_NONE, INODE),
+	OP(FUSE_OPEN, "OPEN", sizeof(struct fuse_open_in), UFS_ARGS_NONE, CALLER),
 	OP(FUSE_READ, "READ", sizeof(struct fuse_read_in), UFS_ARGS_NONE, INODE),
 	OP(FUSE_WRITE, "WRITE", sizeof(struct fuse_write_in), UFS_ARGS_WRITE, INODE),
 	OP(FUSE_STATFS, "STATFS", 0, UFS_ARGS_NONE, INODE),
@@ -41,15 +42,15 @@ static const struct ufs_op_desc op_table[] = {
 	OP(FUSE_REMOVEXATTR, "REMOVEXATTR", 0, UFS_ARGS_XATTR_NAME, INODE),
 	OP(FUSE_FLUSH, "FLUSH", sizeof(struct fuse_flush_in), UFS_ARGS_NONE, INODE),
 	OP(FUSE_INIT, "INIT", sizeof(struct fuse_init_in), UFS_ARGS_ANY, 0),
-	OP(FUSE_OPENDIR, "OPENDIR", sizeof(struct fuse_open_in), UFS_ARGS_NONE, INODE),
+	OP(FUSE_OPENDIR, "OPENDIR", sizeof(struct fuse_open_in), UFS_ARGS_NONE, CALLER),
 	OP(FUSE_READDIR, "READDIR", sizeof(struct fuse_read_in), UFS_ARGS_NONE, INODE),
 	OP(FUSE_RELEASEDIR, "RELEASEDIR", sizeof(struct fuse_release_in), UFS_ARGS_NONE, 0),
 	OP(FUSE_FSYNCDIR, "FSYNCDIR", sizeof(struct fuse_fsync_in), UFS_ARGS_NONE, INODE),
-	OP(FUSE_GETLK, "GETLK", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, INODE),
-	OP(FUSE_SETLK, "SETLK", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, INODE),
-	OP(FUSE_SETLKW, "SETLKW", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, INODE),
+	OP(FUSE_GETLK, "GETLK", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, CALLER),
+	OP(FUSE_SETLK, "SETLK", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, CALLER),
+	OP(FUSE_SETLKW, "SETLKW", sizeof(struct fuse_lk_in), UFS_ARGS_NONE, CALLER),
 	OP(FUSE_ACCESS, "ACCESS", sizeof(struct fuse_access_in), UFS_ARGS_NONE, INODE),
-	OP(FUSE_CREATE, "CREATE", sizeof(struct fuse_create_in), UFS_ARGS_NAME, INODE),
+	OP(FUSE_CREATE, "CREATE", sizeof(struct fuse_create_in), UFS_ARGS_NAME, CALLER),
 	OP(FUSE_INTERRUPT, "INTERRUPT", sizeof(struct fuse_interrupt_in), UFS_ARGS_NONE,
 	   UFS_OPF_NOREPLY),
 	OP(FUSE_BMAP, "BMAP", sizeof(struct fuse_bmap_in), UFS_ARGS_NONE, INODE),
@@ -68,7 +69,7 @@ static const struct ufs_op_desc op_table[] = {
 	OP(FUSE_SETUPMAPPING, "SETUPMAPPING", 0, UFS_ARGS_ANY, 0),
 	OP(FUSE_REMOVEMAPPING, "REMOVEMAPPING", 0, UFS_ARGS_ANY, 0),
 	OP(FUSE_SYNCFS, "SYNCFS", sizeof(struct fuse_syncfs_in), UFS_ARGS_NONE, INODE),
-	OP(FUSE_TMPFILE, "TMPFILE", sizeof(struct fuse_create_in), UFS_ARGS_TMPFILE_NAME, INODE),
+	OP(FUSE_TMPFILE, "TMPFILE", sizeof(struct fuse_create_in), UFS_ARGS_TMPFILE_NAME, CALLER),
 	OP(FUSE_STATX, "STATX", sizeof(struct fuse_statx_in), UFS_ARGS_NONE, INODE),
 	OP(FUSE_COPY_FILE_RANGE_64, "COPY_FILE_RANGE_64", sizeof(struct fuse_copy_file_range_in),
 	   UFS_ARGS_NONE, INODE),

@@ -49,6 +49,7 @@ enum ufs_arg_kind {
 enum ufs_op_flag {
 	UFS_OPF_NOREPLY = 1 << 0,	/* the kernel expects no reply */
 	UFS_OPF_INODE = 1 << 1,		/* in->nodeid names an inode the handler uses */
+	UFS_OPF_CALLER = 1 << 2,	/* draws on its caller's share: req->caller_uid */
 };
 
 struct ufs_op_desc {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "caller.h"
 #include "creds.h"
 #include "decode.h"
 #include "dispatch.h"
@@ -209,6 +210,25 @@ static bool is_export_lookup(const struct ufs_req *req)
 	       (!name[1] || (name[1] == '.' && !name[2]));
 }
 
+/*
+ * Whose share a request draws on.  Once the connection allows idmapped
+ * mounts (FUSE_ALLOW_IDMAP) the kernel sends no ids in a request that
+ * creates nothing: the calling thread's own are read for those that draw
+ * on a share.  An io-wq worker acting for a process that dropped root
+ * shows root's; a key misplaced, never a right (creds.c uses only the
+ * kernel's ids).
+ */
+static void caller_share(struct ufs_req *req)
+{
+	uint32_t gid;
+
+	req->caller_uid = req->in->uid;
+	if (req->in->uid == FUSE_INVALID_UIDGID &&
+	    (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_CALLER) &&
+	    ufs_caller_own_ids(req, &req->caller_uid, &gid))
+		req->caller_uid = FUSE_INVALID_UIDGID;
+}
+
 void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *msg)
 {
 	const char *why;
@@ -236,6 +256,7 @@ void ufs_dispatch(struct ufs_fs *fs, struct ufs_req *req, const struct ufs_msg *
 		ufs_req_done(req, ret);
 		return;
 	}
+	caller_share(req);
 	if (req->worker)
 		ufs_inflight_begin(&req->worker->inflight, req);
 	if (req->in->opcode >= HANDLER_COUNT || !handlers[req->in->opcode]) {

@@ -100,7 +100,11 @@ ssize_t ufs_control_open(struct ufs_fs *fs, struct ufs_req *req, uint32_t flags)
 	file = ufs_file_new(req->inode, -1, O_RDONLY);
 	if (!file)
 		return -ENOMEM;
-	file->uid = req->in->uid;
+	/*
+	 * With idmap the kernel sends no ids in an OPEN: the opening thread's
+	 * own (dispatch.c), so root still reads every request in flight.
+	 */
+	file->uid = req->caller_uid;
 	ufs_inode_ref(&fs->inodes, req->inode);
 	ret = ufs_control_file_fill(fs, file);
 	if (!ret)

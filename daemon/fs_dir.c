@@ -89,22 +89,22 @@ ssize_t ufs_op_opendir(struct ufs_fs *fs, struct ufs_req *req)
 	if (ret)
 		return ret;
 	/* A directory stream holds a descriptor: the caller's (budget.h). */
-	ret = ufs_budget_charge(&fs->budget, req->in->uid, 1);
+	ret = ufs_budget_charge(&fs->budget, req->caller_uid, 1);
 	if (ret)
 		return ret;
 	fd = ufs_reopen(fs, req->inode, O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
-		ufs_budget_uncharge(&fs->budget, req->in->uid, 1);
+		ufs_budget_uncharge(&fs->budget, req->caller_uid, 1);
 		return fd;
 	}
 	file = ufs_file_new(req->inode, fd, O_RDONLY | O_DIRECTORY);
 	if (!file) {
 		close(fd);
-		ufs_budget_uncharge(&fs->budget, req->in->uid, 1);
+		ufs_budget_uncharge(&fs->budget, req->caller_uid, 1);
 		return -ENOMEM;
 	}
 	file->is_dir = true;
-	file->uid = req->in->uid;
+	file->uid = req->caller_uid;
 	file->charged = true;
 	ufs_inode_ref(&fs->inodes, req->inode);
 	ufs_file_pin(fs, file, false);

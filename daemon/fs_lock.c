@@ -86,7 +86,7 @@ static int owner_get(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 	UFS_ASSERT_HELD(&inode->lock);
 	const struct fuse_lk_in *in = req->args.op;
 	struct ufs_lock_owner *o = owner_find(inode, owner);
-	uid_t uid = req->in->uid;
+	uid_t uid = req->caller_uid;
 	int fd;
 
 	if (o) {

@@ -73,12 +73,12 @@ static unsigned int open_cost(struct ufs_fs *fs)
 
 static int open_charge(struct ufs_fs *fs, struct ufs_req *req)
 {
-	return ufs_budget_charge(&fs->budget, req->in->uid, open_cost(fs));
+	return ufs_budget_charge(&fs->budget, req->caller_uid, open_cost(fs));
 }
 
 static void open_uncharge(struct ufs_fs *fs, struct ufs_req *req)
 {
-	ufs_budget_uncharge(&fs->budget, req->in->uid, open_cost(fs));
+	ufs_budget_uncharge(&fs->budget, req->caller_uid, open_cost(fs));
 }
 
 /*
@@ -136,7 +136,7 @@ static int open_file(struct ufs_fs *fs, struct ufs_req *req, struct ufs_inode *i
 		open_uncharge(fs, req);
 		return -ENOMEM;
 	}
-	file->uid = req->in->uid;
+	file->uid = req->caller_uid;
 	file->charged = true;
 	ufs_inode_ref(&fs->inodes, inode);
 	ufs_file_pin(fs, file, open_cost(fs) > 1);

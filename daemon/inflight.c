@@ -42,7 +42,7 @@ void ufs_inflight_begin(struct ufs_inflight *t, struct ufs_req *req)
 	__atomic_store_n(&s->e.nodeid, req->in->nodeid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->e.opcode, req->in->opcode, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->e.pid, req->in->pid, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->e.uid, req->in->uid, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->e.uid, req->caller_uid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->e.waiting, UFS_INFLIGHT_WAIT_NONE, __ATOMIC_RELAXED);
 	/* Byte by byte, as the readers copy it: a short name, at most a few stores. */
 	for (unsigned int i = 0; i < UFS_INFLIGHT_NAME; i++) {

@@ -21,7 +21,7 @@ static const uint64_t always_wanted = FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_
 				      FUSE_WRITEBACK_CACHE | FUSE_SETXATTR_EXT | FUSE_INIT_EXT |
 				      FUSE_CREATE_SUPP_GROUP | FUSE_REQUEST_TIMEOUT |
 				      FUSE_OVER_IO_URING | FUSE_PASSTHROUGH |
-				      FUSE_AUTO_INVAL_DATA;
+				      FUSE_AUTO_INVAL_DATA | FUSE_ALLOW_IDMAP;
 
 /*
  * cache_readdir: OPENDIR replies FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE
@@ -90,6 +90,12 @@ static uint64_t config_mask(const struct ufs_config *cfg, bool want_uring)
 	 */
 	if (!cfg->posix_acl || !cfg->xattr || !cfg->default_permissions)
 		mask &= ~(FUSE_POSIX_ACL | FUSE_DONT_MASK);
+	/*
+	 * process_init_reply fails the connection on FUSE_ALLOW_IDMAP without
+	 * default_permissions: an idmapped mount is checked by the kernel.
+	 */
+	if (!cfg->idmap || !cfg->default_permissions)
+		mask &= ~FUSE_ALLOW_IDMAP;
 	if (!cfg->cache_symlinks)
 		mask &= ~FUSE_CACHE_SYMLINKS;
 	if (!cfg->writeback_cache)
@@ -213,6 +219,12 @@ int ufs_init_negotiate(const struct fuse_init_in *arrived, size_t in_len,
 	conn->uring_bufpool = conn->uring && (conn->offered & FUSE_HAS_IO_URING_BUFPOOL);
 	if (!conn->uring && !conn->uring_off_reason)
 		conn->uring_off_reason = uring_off_reason(cfg, want_uring, conn->offered);
+
+	conn->idmap = (flags & FUSE_ALLOW_IDMAP) != 0;
+	if (!conn->idmap)
+		conn->idmap_off_reason = !cfg->idmap ? "idmap=off" :
+					 !cfg->default_permissions ? "default_permissions=off" :
+					 "the kernel did not offer FUSE_ALLOW_IDMAP (Linux 6.12 needed)";
 
 	conn->passthrough = (flags & FUSE_PASSTHROUGH) != 0;
 	if (!conn->passthrough)

@@ -35,6 +35,8 @@ struct ufs_conn {
 	const char *uring_off_reason;	/* why not, for the log and stats */
 	bool passthrough;		/* FUSE_PASSTHROUGH accepted */
 	const char *passthrough_off_reason;
+	bool idmap;			/* FUSE_ALLOW_IDMAP accepted: idmapped mounts allowed */
+	const char *idmap_off_reason;
 };
 
 /*

@@ -38,6 +38,7 @@ struct ufs_pidfd_info {
 	uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
 	uint32_t spare0;
 };
+#define UFS_PIDFD_INFO_PID (1ULL << 0)
 #define UFS_PIDFD_INFO_CREDS (1ULL << 1)
 #define UFS_PIDFD_GET_INFO _IOWR(0xFF, 11, struct ufs_pidfd_info)
 

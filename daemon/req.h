@@ -123,6 +123,13 @@ struct ufs_req {
 	/* its slot in the worker's in-flight table (inflight.h), or NULL: untracked */
 	struct ufs_inflight_slot *inflight;
 	struct ufs_inode *inode;	/* in->nodeid, referenced while the request lives */
+	/*
+	 * Whose share of the budgets (budget.h) it draws on: in->uid, or where
+	 * the kernel sent FUSE_INVALID_UIDGID (idmap) in a request that draws
+	 * (UFS_OPF_CALLER) the calling thread's own fsuid (caller.h), if it can
+	 * be read.  Set by the dispatcher.  A key, never a right.
+	 */
+	uint32_t caller_uid;
 	bool noreply;			/* FORGET and friends: the kernel expects no answer */
 	/*
 	 * A predecessor may have carried it out already and died before its

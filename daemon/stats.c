@@ -103,6 +103,8 @@ static void put_start(FILE *f, struct ufs_daemon *d)
 	put_u64(f, "max_write", d->conn.max_write);
 	fprintf(f, "transport_reason %s\n", why);
 	fprintf(f, "cfr_reason %s\n", d->cfr_why ? d->cfr_why : "none");
+	fprintf(f, "idmap %s\n", d->conn.idmap ? "on" : "off");
+	fprintf(f, "idmap_reason %s\n", d->conn.idmap_off_reason ? d->conn.idmap_off_reason : "none");
 }
 
 /* The control file's opens held by ordinary users, and those refused (control_opens.h). */

@@ -400,7 +400,13 @@ def _gid(g):
 
 
 def _user_ids(user, groups):
-    pw = test_user(user) if isinstance(user, str) else pwd.getpwuid(user)
+    if isinstance(user, int):
+        try:
+            pw = pwd.getpwuid(user)
+        except KeyError:    # an id without a name (a mapped range): its own group
+            return user, user, [user] if groups is None else [_gid(g) for g in groups]
+    else:
+        pw = test_user(user)
     gids = (os.getgrouplist(pw.pw_name, pw.pw_gid) if groups is None
             else [_gid(g) for g in groups])
     return pw.pw_uid, pw.pw_gid, gids

@@ -6,9 +6,11 @@ module does, so callers can compare errno values with ufs.outcome().
 """
 
 import ctypes
+import errno
 import os
 import platform
 import struct
+import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -263,3 +265,67 @@ def hold_rings(pid):
             continue
         held.append(pidfd_getfd(pid, int(name)))
     return held
+
+
+OPEN_TREE_CLONE = 1
+OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+AT_EMPTY_PATH = 0x1000
+AT_RECURSIVE = 0x8000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MOUNT_ATTR_IDMAP = 0x00100000
+CLONE_NEWUSER = 0x10000000
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [('attr_set', ctypes.c_uint64), ('attr_clr', ctypes.c_uint64),
+                ('propagation', ctypes.c_uint64), ('userns_fd', ctypes.c_uint64)]
+
+
+def _userns_fd(id_map):
+    """A descriptor of a new user namespace whose uid_map and gid_map are
+    id_map ("INSIDE OUTSIDE COUNT" lines): a child unshares it, we write
+    its maps as root and open it, and the child goes."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(w)
+            if libc.unshare(CLONE_NEWUSER) == 0:
+                os.read(r, 1)       # until the parent has the namespace open
+        finally:
+            os._exit(0)
+    os.close(r)
+    try:
+        deadline = time.monotonic() + 10
+        while os.readlink(f'/proc/{pid}/ns/user') == os.readlink('/proc/self/ns/user'):
+            if time.monotonic() > deadline:
+                raise OSError(errno.EPERM, 'the child could not unshare a user namespace')
+            time.sleep(0.005)
+        for kind in ('uid_map', 'gid_map'):
+            with open(f'/proc/{pid}/{kind}', 'w') as f:
+                f.write(id_map)
+        return os.open(f'/proc/{pid}/ns/user', os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
+
+
+def idmapped_bind(src, dst, id_map):
+    """Bind src at dst as an idmapped mount (open_tree, mount_setattr with
+    MOUNT_ATTR_IDMAP, move_mount; what mount -o X-mount.idmap does): an
+    on-disk id k shows as the host id the namespace's map gives its id k.
+    Raises OSError with the errno of the call that failed."""
+    tree = _check(libc.syscall(428, AT_FDCWD, _path(src), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
+                  f'open_tree {src}')
+    try:
+        ns = _userns_fd(id_map)
+        try:
+            attr = _MountAttr(attr_set=MOUNT_ATTR_IDMAP, userns_fd=ns)
+            _check(libc.syscall(442, tree, b'', AT_EMPTY_PATH, ctypes.byref(attr),
+                                ctypes.sizeof(attr)), f'mount_setattr MOUNT_ATTR_IDMAP {src}')
+        finally:
+            os.close(ns)
+        _check(libc.syscall(429, tree, b'', AT_FDCWD, _path(dst), MOVE_MOUNT_F_EMPTY_PATH),
+               f'move_mount {dst}')
+    finally:
+        os.close(tree)

@@ -70,9 +70,23 @@ def others_requests_withheld():
     root's, and inflight_withheld counts root's; the gauges stay the mount's.
     Root sees both, with no withheld line.  `--stats --in-flight` run by
     ufs-test lists its own and says on stderr how many it did not."""
+    withheld_case('allow_other,posix_locks=on')
+
+
+@case(mount=False, root=True, user=True)
+def others_requests_withheld_with_idmap():
+    """The same with idmap=on, where the kernel sends no ids in an OPEN or a
+    SETLKW: the daemon reads the calling thread's own (dispatch.c), for the
+    reader of the control file and for each request listed."""
+    withheld_case('allow_other,posix_locks=on,idmap=on')
+
+
+def withheld_case(opts):
     ufs.require_daemon('the control file is the daemon\'s')
     pw = ufs.test_user()
-    with ufs.Mount(opts='allow_other,posix_locks=on') as m:
+    with ufs.Mount(opts=opts) as m:
+        if 'idmap=on' in opts and m.stats().get('idmap') != 'on':
+            raise ufs.Skip(f'idmap: {m.stats().get("idmap_reason")}')
         holder = locked_file(m)
         waiters = []
         try:

@@ -22,6 +22,7 @@ static void fill(struct ufs_req *req, struct fuse_in_header *in, uint64_t unique
 	in->opcode = FUSE_OPEN;
 	in->pid = 1000 + unique;
 	in->uid = 7;
+	req->caller_uid = 7;	/* dispatch.c: in->uid, or the caller's own under idmap */
 	req->in = in;
 	req->arrived_ns = 5000 + unique;
 	req->args.name = name;

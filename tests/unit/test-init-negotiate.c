@@ -161,6 +161,36 @@ static void test_config_masks(void)
 	ok(!(conn.flags & (FUSE_POSIX_ACL | FUSE_DONT_MASK)), "posix_acl=off: neither flag");
 }
 
+/*
+ * FUSE_ALLOW_IDMAP: only with idmap=on, and never without
+ * default_permissions (process_init_reply fails such a connection).
+ */
+static void test_idmap(void)
+{
+	struct ufs_config cfg;
+	struct fuse_init_in in = offer(45, linux_618 | FUSE_ALLOW_IDMAP);
+	struct ufs_init_out out;
+	struct ufs_conn conn;
+
+	ufs_config_defaults(&cfg);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	ok(!(conn.flags & FUSE_ALLOW_IDMAP) && !conn.idmap, "default: no idmap");
+	is_str(conn.idmap_off_reason, "idmap=off", "default: idmap=off is the reason");
+	cfg.idmap = true;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	ok(conn.idmap && (out.flags2 & (FUSE_ALLOW_IDMAP >> 32)), "idmap=on: in the reply's flags2");
+	ok(!conn.idmap_off_reason, "idmap=on: no reason");
+	cfg.default_permissions = false;
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	ok(!(out.flags2 & (FUSE_ALLOW_IDMAP >> 32)), "default_permissions=off: never asked");
+	is_str(conn.idmap_off_reason, "default_permissions=off", "default_permissions=off: the reason");
+	cfg.default_permissions = true;
+	in = offer(40, linux_618);
+	ufs_init_negotiate(&in, sizeof(in), &cfg, &lim4k, true, &out, &conn);
+	ok(!conn.idmap, "a kernel before 6.12: not offered, not taken");
+	ok(conn.idmap_off_reason && strstr(conn.idmap_off_reason, "6.12"), "names the kernel");
+}
+
 /* cache_readdir asks for FUSE_AUTO_INVAL_DATA, which fs_dir.c reads as "cache listings". */
 static void test_cache_readdir(void)
 {
@@ -265,6 +295,7 @@ int main(void)
 	test_passthrough();
 	test_config_masks();
 	test_cache_readdir();
+	test_idmap();
 	test_refusals();
 	return t_done();
 }

@@ -21,7 +21,7 @@ top=${UFS_BUILDDIR:-$(cd "$here/../.." && pwd)}
 # too, conformance and integrity under stress with zero copy, and an NFSv4.2
 # backing (nfsd and the NFS client are modules of the 7.3 kernel).
 variant=guest
-modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_passthrough t_copy t_posix t_stress t_nfs t_handover t_charge t_coherence t_coherence_policy t_readdir_cache t_options)
+modules=(t_mount t_ops t_locks t_escape t_user t_zerocopy t_passthrough t_copy t_posix t_stress t_nfs t_handover t_charge t_coherence t_coherence_policy t_readdir_cache t_options t_idmap)
 if (($#)); then
 	variant=$1
 	shift

@@ -177,8 +177,14 @@ run_command() {
 
 	port=$(find_output_port) || die "no virtio-serial port $OUTPUT_PORT_NAME"
 	: > "$ctl/started"
-	chroot "$NEWROOT" /usr/bin/env -i /bin/bash --noprofile --norc \
-		"$GUEST_CTL/cmd.sh" < /dev/null > "$port" 2>&1 || status=$?
+	# Not chroot(2) alone: a chrooted process may not make a user
+	# namespace (unshare(2): EPERM), which an idmapped mount needs
+	# (t_idmap).  In a mount namespace of its own the root moves onto /,
+	# and the command's root is the namespace's, as after switch_root.
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	unshare -m sh -c 'cd "$1" && mount --move . / && exec chroot . /usr/bin/env -i \
+		/bin/bash --noprofile --norc "$2"' sh "$NEWROOT" "$GUEST_CTL/cmd.sh" \
+		< /dev/null > "$port" 2>&1 || status=$?
 	echo "$status" > "$ctl/status"
 }
 
