@@ -220,8 +220,10 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_main_loop(d, &sigs, listen_fd);
 	ufs_slow_watch_stop(d);
 	ufs_daemon_prune_stop(d);
-	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
+	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER) {
+		ufs_debug_pause("handed_over");	/* t_handover: an exit that takes time */
 		return 0;	/* everything is the successor's now: leave it all as it is */
+	}
 	ufs_fdstore_forget(d);
 	/* The workers saw the connection end: no notification can wait on a request now. */
 	ufs_coherence_stop(&d->fs.coherence);
