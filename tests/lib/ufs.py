@@ -890,7 +890,7 @@ class Mount:
 
     # -- stopping
 
-    def stop(self):
+    def stop(self, exit_timeout=EXIT_TIMEOUT):
         """Unmount as a user would; the daemon must exit 0 by itself."""
         if not self.mounted:
             return
@@ -898,7 +898,7 @@ class Mount:
         self._run(cmd, as_daemon_user=True)
         self.mounted = False
         if self.proc:
-            self.wait_exit()
+            self.wait_exit(exit_timeout)
         self._forget()
 
     def terminate(self, sig=signal.SIGTERM):

@@ -98,6 +98,35 @@ def takeover_under_load():
               'both daemons logged the hand-over' + m.log_tail())
 
 
+@case(mount=False, root=True, timeout=90)
+def unmount_while_predecessor_leaves():
+    """An unmount while the old daemon is still on its way out after handing
+    over (an ASan build's exit takes about a second under the copy seed's
+    load; the debug build waits 30 s here, UFS_DEBUG_PAUSE=handed_over): the
+    new daemon sees the connection end and exits 0 within a few seconds, not
+    once the old one has gone (it waited for that, up to 30 s)."""
+    require_handover()
+    ufs.require_debug_build()
+    with ufs.Mount(env={'UFS_DEBUG_PAUSE': 'handed_over:30000'}) as m:
+        ufs.write_file(f'{m.mnt}/f', b'before the take-over')
+        old = m.proc
+        cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+        try:
+            with open(m.log, 'ab') as log:
+                m.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+            check(ufs_load.wait_for(lambda: 'handed ' in m.log_text(), 30),
+                  'the old daemon did not hand over' + m.log_tail())
+            check_eq(ufs.read_file(f'{m.mnt}/f'), b'before the take-over', 'the file after it')
+            check(old.poll() is None, 'the old daemon left before the unmount')
+            m.stop(exit_timeout=5)
+        finally:
+            old.kill()
+            old.wait()
+    check('not waiting for it' in m.log_text(), 'the new daemon does not say why it left '
+          'before the old one' + m.log_tail())
+
+
 class SystemdMount:
     """The daemon as a systemd service with a file descriptor store."""
 
