@@ -703,6 +703,27 @@ def mount_entries():
     return entries
 
 
+def mount_holders(path):
+    """Other mount namespaces where path is mounted, as text for a failure: a
+    copy there (unshare --mount while the mount was up) keeps the connection
+    alive after our unmount, and the daemon rightly serves on."""
+    ours, found = os.readlink('/proc/self/ns/mnt'), {}
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            ns = os.readlink(f'/proc/{pid}/ns/mnt')
+            if ns == ours or ns in found:
+                continue
+            with open(f'/proc/{pid}/mountinfo') as f:
+                if any(line.split()[4] == path for line in f):
+                    found[ns] = f'pid {pid} ({read_file(f"/proc/{pid}/comm").decode().strip()})'
+        except OSError:
+            continue
+    if not found:
+        return ''
+    return (f'\n{path} is still mounted in {len(found)} other mount namespace(s), of '
+            + ', '.join(found.values()) + ': the connection lives on there')
+
+
 def mount_entry(path):
     """The topmost mount at path, or None."""
     found = [e for e in mount_entries() if e.mountpoint == path]
@@ -920,9 +941,10 @@ class Mount:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            held = mount_holders(self.mnt)
             self.abort()
             raise AssertionError(f'daemon {self.pid} did not exit within {timeout} s'
-                                 + self.log_tail()) from None
+                                 + held + self.log_tail()) from None
         if rc != status:
             raise AssertionError(f'daemon exited with status {rc}, expected {status}'
                                  + self.log_tail())
