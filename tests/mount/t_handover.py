@@ -98,6 +98,47 @@ def takeover_under_load():
               'both daemons logged the hand-over' + m.log_tail())
 
 
+@case(mount=False, root=True, timeout=150)
+def takeover_during_copies():
+    """The copy seed's load (bench/cfr-seed.c: 30 processes each making one
+    16 MiB copy_file_range call after another, and a probe) with a take-over
+    in the middle, then an unmount: no copy fails or differs from its
+    source, the old daemon exits 0, and the new one exits 0 within
+    EXIT_TIMEOUT of the unmount (a review saw an ASan successor that did
+    not)."""
+    require_handover()
+    src = ufs.scratch_dir('seed-src')
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1200m', 'tmpfs', src], check=True)
+    try:
+        with ufs.Mount(source=src) as m:
+            got, failed = {}, []
+
+            def seed():
+                try:
+                    got.update(ufs.probe(m.mnt, 30, 3))
+                except Exception as e:     # reported below, in the case's thread
+                    failed.append(e)
+            load = threading.Thread(target=seed)
+            load.start()
+            try:
+                time.sleep(1.5)
+                old = m.proc
+                cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+                with open(m.log, 'ab') as log:
+                    new = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
+                check_eq(old.wait(timeout=60), 0, 'the old daemon\'s exit status' + m.log_tail())
+                m.proc = new
+            finally:
+                load.join()
+            check(not failed, f'the copy seed: {failed}')
+            check_eq((got['failed'], got['bad']), (0, 0), 'copy calls that failed, copies '
+                     f'that differ ({got["calls"]} calls)')
+            check('handed ' in m.log_text(), 'no hand-over happened' + m.log_tail())
+    finally:
+        subprocess.run(['umount', '-l', src])
+
+
 @case(mount=False, root=True, timeout=90)
 def unmount_while_predecessor_leaves():
     """An unmount while the old daemon is still on its way out after handing
