@@ -6,16 +6,7 @@
 #ifndef UFS_RING_REGISTER_H
 #define UFS_RING_REGISTER_H
 
-#include <errno.h>
-#include <stdbool.h>
-
 #include "ring_types.h"
-
-/* A command's error saying the connection ended: unmounted (ENOTCONN) or aborted. */
-static inline bool ring_conn_ended(int err)
-{
-	return err == -ENOTCONN || err == -ECONNABORTED;
-}
 
 /* Returns 0, a REGISTER's error, or one of ring_conn_ended's (not logged). */
 int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase);

@@ -250,6 +250,8 @@ int ufs_uring_start(struct ufs_daemon *d)
 		uring_share_queues(u);
 		ret = uring_zero_copy_state(u);
 	}
+	if (!ret && ring_conn_ended(u->error))
+		return uring_conn_gone(u);	/* unmounted during ADD_QUEUE (7.3) */
 	if (ret || u->error)
 		return uring_abandon(u);
 
