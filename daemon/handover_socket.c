@@ -57,6 +57,7 @@
 #define LOCKS_PER_MSG 31		/* lock owners a LOCKS message carries */
 #define LOCKS_VERSION 1			/* of struct handover_lock */
 #define FEATURE_LOCKS 1u		/* HELLO, index[0]: the successor takes LOCKS */
+#define EXIT_STEP_MS 50			/* how often the successor looks at its workers meanwhile */
 
 enum msg_type {
 	MSG_HELLO = 1,
@@ -649,29 +650,57 @@ int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *w
 	return ret;
 }
 
-void ufs_handover_finish(struct ufs_inherit *in, const char *why)
+/*
+ * READY sent: the old daemon closes the socket by exiting, and until then
+ * it may still answer a request.  Waited for in steps, ending early once
+ * *running (the successor's workers) is 0: the connection ended meanwhile
+ * (an unmount), so nothing is left to send again, and the successor must
+ * exit now rather than when the old daemon does (an ASan build's exit
+ * under load takes seconds; a stuck one, EXIT_TIMEOUT_MS).
+ */
+static void predecessor_wait(struct ufs_inherit *in, const int *running)
 {
 	struct handover_msg m;
 	unsigned int nfds;
-	int fds[FDS_PER_MSG], ret;
+	int fds[FDS_PER_MSG], ret, waited = 0;
 
-	if (in->conn < 0)
-		return;
-	if (send_type(in->conn, why ? MSG_FAIL : MSG_READY, why) || why) {
-		close(in->conn);
-		in->conn = -1;
-		return;
-	}
-	/* It closes the socket by exiting: until then it may still answer a request. */
-	while (!(ret = recv_msg(in->conn, &m, fds, &nfds, EXIT_TIMEOUT_MS))) {
+	while (waited < EXIT_TIMEOUT_MS) {
+		ret = recv_msg(in->conn, &m, fds, &nfds, EXIT_STEP_MS);
 		for (unsigned int i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (ret && ret != -ETIMEDOUT)
+			return;	/* gone */
+		if (running && !__atomic_load_n(running, __ATOMIC_ACQUIRE)) {
+			ufs_info("take-over: the connection ended while the old daemon (pid %d) was "
+				 "leaving: not waiting for it",
+				 (int)in->predecessor);
+			return;
+		}
+		if (ret)
+			waited += EXIT_STEP_MS;
 	}
-	if (ret == -ETIMEDOUT)
-		ufs_warn("take-over: the old daemon (pid %d) is still there %d s after handing over "
-			 "(a request stuck in the backing file system?): serving anyway; a request it "
-			 "still carries out may be served again",
-			 (int)in->predecessor, EXIT_TIMEOUT_MS / 1000);
+	ufs_warn("take-over: the old daemon (pid %d) is still there %d s after handing over "
+		 "(a request stuck in the backing file system?): serving anyway; a request it "
+		 "still carries out may be served again",
+		 (int)in->predecessor, EXIT_TIMEOUT_MS / 1000);
+}
+
+static void finish(struct ufs_inherit *in, const char *why, const int *running)
+{
+	if (in->conn < 0)
+		return;
+	if (!send_type(in->conn, why ? MSG_FAIL : MSG_READY, why) && !why)
+		predecessor_wait(in, running);
 	close(in->conn);
 	in->conn = -1;
+}
+
+void ufs_handover_finish(struct ufs_inherit *in, const char *why)
+{
+	finish(in, why, NULL);
+}
+
+void ufs_handover_finish_serving(struct ufs_inherit *in, const int *running)
+{
+	finish(in, NULL, running);
 }

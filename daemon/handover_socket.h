@@ -43,5 +43,11 @@ int ufs_handover_request(const char *mountpoint, struct ufs_inherit *in, char *w
  * never answered be sent again.
  */
 void ufs_handover_finish(struct ufs_inherit *in, const char *why);
+/*
+ * ufs_handover_finish(in, NULL) for a successor whose workers serve: the
+ * wait also ends once *running (its workers running) is 0, as after an
+ * unmount nothing is left to send again and the daemon must exit.
+ */
+void ufs_handover_finish_serving(struct ufs_inherit *in, const int *running);
 
 #endif /* UFS_HANDOVER_SOCKET_H */

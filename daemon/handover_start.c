@@ -156,7 +156,9 @@ void ufs_handover_serving(struct ufs_daemon *d, int *ready_fd)
 		ufs_notify_main_pid(&d->notify);
 	}
 	/* The predecessor has gone: what it read and never answered comes again. */
-	ufs_handover_finish(&d->handover.inherit, NULL);
+	ufs_handover_finish_serving(&d->handover.inherit, &d->workers_running);
+	if (!__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE))
+		return;	/* the connection ended meanwhile: the main loop ends at once */
 	ret = ufs_transport_resend(d);
 	if (ret)
 		ufs_warn("asking the kernel to resend: %s", strerror(-ret));

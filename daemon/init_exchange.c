@@ -33,7 +33,11 @@ int ufs_init_exchange(struct ufs_daemon *d)
 	ssize_t n;
 	int ret;
 
+	ufs_debug_pause("init");	/* t_mount's unmount before INIT comes here */
 	n = ufs_dev_read_init(d->fuse_fd, &buf, sizeof(buf));
+	/* ENODEV: unmounted, ECONNABORTED: aborted, before INIT came. */
+	if (n == -ENODEV || n == -ECONNABORTED)
+		return -ENOTCONN;
 	if (n < 0) {
 		ufs_err("reading INIT from /dev/fuse: %s", strerror(-n));
 		return n;
@@ -86,6 +90,9 @@ int ufs_init_exchange(struct ufs_daemon *d)
 	/* Before the reply: a successor must find the connection as the kernel has it. */
 	ufs_record_set_init(&d->record, in, n - sizeof(buf.h), &out, sizeof(out), d->mnt.conn_id);
 	ret = ufs_dev_write_reply(d->fuse_fd, buf.h.unique, 0, &out, sizeof(out));
+	/* The connection ended meanwhile, and INIT with it (dev.c: dev_reply). */
+	if (ret == -ENOENT || ret == -ENODEV)
+		return -ENOTCONN;
 	if (ret) {
 		ufs_err("replying to INIT: %s", strerror(-ret));
 		return ret;

@@ -8,7 +8,10 @@
 
 struct ufs_daemon;
 
-/* 0 or a negative errno, logged. */
+/*
+ * 0 or a negative errno, logged; but -ENOTCONN, not logged: the connection
+ * ended before INIT was answered (main.c tells an unmount from an abort).
+ */
 int ufs_init_exchange(struct ufs_daemon *d);
 
 #endif /* UFS_INIT_EXCHANGE_H */

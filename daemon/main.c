@@ -14,7 +14,9 @@
  * send again what its predecessor read and never answered.
  *
  * Any failure before "ready" is reported on stderr, undoes the mount (a
- * successor leaves it to whoever holds it) and exits non-zero.  After it,
+ * successor leaves it to whoever holds it) and exits non-zero; but an
+ * unmount then (the connection ends during INIT or the ring's registration)
+ * is no failure: the daemon says so and exits 0.  After "ready",
  * the daemon runs until the connection ends (unmount, abort), a signal
  * asks it to unmount, or a successor takes the mount; it exits 0 after an
  * unmount or a hand-over, 1 if the kernel aborted the connection or it
@@ -137,10 +139,33 @@ static int start_fresh(struct ufs_daemon *d, const char *settings, int *ready_fd
 	return ufs_init_exchange(d);
 }
 
+/*
+ * The connection ended before the daemon served (ret -ENOTCONN from INIT
+ * or the ring's registration).  Gone from the mount table: someone
+ * unmounted it while the daemon started, which was their choice, so the
+ * daemon says so and exits 0.  Still listed: the kernel aborted it.
+ */
+static bool unmounted_while_starting(struct ufs_daemon *d, int ret)
+{
+	char cause[64];
+
+	if (ret != -ENOTCONN)
+		return false;
+	if (!ufs_mount_listed(&d->mnt)) {
+		ufs_info("%s was unmounted while uringfs started: exiting", d->mountpoint);
+		return true;
+	}
+	snprintf(cause, sizeof(cause), "/sys/fs/fuse/connections/%u/abort", d->mnt.conn_id);
+	ufs_err("the kernel aborted the connection of %s while uringfs started (%s, or a forced "
+		"unmount)",
+		d->mountpoint, cause);
+	return false;
+}
+
 static int run(struct ufs_daemon *d, const char *settings)
 {
 	bool inherited = d->handover.inherit.from != UFS_INHERIT_NONE;
-	int ready_fd = -1, listen_fd, ret;
+	int ready_fd = -1, listen_fd, ret, status = 1;
 	sigset_t sigs;
 
 	ufs_store_init(&d->store);
@@ -162,14 +187,18 @@ static int run(struct ufs_daemon *d, const char *settings)
 	}
 	ret = inherited ? ufs_handover_start(d, settings, &ready_fd) :
 			  start_fresh(d, settings, &ready_fd);
-	if (ret)
+	if (ret) {
+		status = !unmounted_while_starting(d, ret);
 		goto err_unmount;
+	}
 	ufs_daemon_store_load(d, inherited);
 	if (ufs_daemon_cache_start(d, inherited))
 		goto err_unmount;
 	ret = ufs_transport_start(d);
 	if (ret) {
-		ufs_err("starting the workers: %s", strerror(-ret));
+		status = !unmounted_while_starting(d, ret);
+		if (ret != -ENOTCONN)
+			ufs_err("starting the workers: %s", strerror(-ret));
 		goto err_workers;
 	}
 	if (inherited)
@@ -197,8 +226,10 @@ static int run(struct ufs_daemon *d, const char *settings)
 	ufs_main_loop(d, &sigs, listen_fd);
 	ufs_slow_watch_stop(d);
 	ufs_daemon_prune_stop(d);
-	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER)
+	if (__atomic_load_n(&d->pause.state, __ATOMIC_ACQUIRE) == UFS_SERVE_HANDED_OVER) {
+		ufs_debug_pause("handed_over");	/* t_handover: an exit that takes time */
 		return 0;	/* everything is the successor's now: leave it all as it is */
+	}
 	ufs_fdstore_forget(d);
 	/* The workers saw the connection end: no notification can wait on a request now. */
 	ufs_coherence_stop(&d->fs.coherence);
@@ -228,10 +259,12 @@ err_fs:
 	ufs_fs_destroy(&d->fs);
 	ufs_store_close(&d->store);
 err_out:
-	ufs_handover_finish(&d->handover.inherit, "the successor could not start (see its log)");
+	ufs_handover_finish(&d->handover.inherit,
+			    status ? "the successor could not start (see its log)" :
+				     "the mount was unmounted while the successor started");
 	ufs_inherit_release(&d->handover.inherit);
-	ufs_process_detach_done(ready_fd, 1, true);
-	return 1;
+	ufs_process_detach_done(ready_fd, status, true);
+	return status;
 }
 
 int main(int argc, char **argv)

@@ -71,8 +71,10 @@ int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase)
 	int ret;
 
 	/* Before any entry: the kernel must never hold one of ours unguarded. */
-	if (phase == SETUP_REGISTER_MOST)
+	if (phase == SETUP_REGISTER_MOST) {
+		ufs_debug_pause("register");	/* t_mount unmounts here */
 		ring_exit_guard_arm(rw);
+	}
 	for (unsigned int i = 0; i < rw->nqueues; i++) {
 		struct ring_queue *q = &rw->queues[i];
 
@@ -95,10 +97,16 @@ int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase)
 	}
 	ret = 0;
 	io_uring_for_each_cqe(&rw->ring, head, cqe) {
-		if (((uintptr_t)cqe->user_data & RING_TAG_MASK) == RING_TAG_ENT && cqe->res < 0) {
-			ufs_err("io_uring: REGISTER failed: %s", strerror(-cqe->res));
-			ret = cqe->res;
+		if (((uintptr_t)cqe->user_data & RING_TAG_MASK) != RING_TAG_ENT || cqe->res >= 0)
+			continue;
+		/* The connection ended (an unmount, an abort): ufs_uring_start says so, once. */
+		if (ring_conn_ended(cqe->res)) {
+			ret = ret ? ret : cqe->res;
+			continue;
 		}
+		ufs_err("io_uring: REGISTER failed: %s", strerror(-cqe->res));
+		if (!ret || ring_conn_ended(ret))
+			ret = cqe->res;	/* any other failure is the one to report */
 	}
 	return ret;
 }

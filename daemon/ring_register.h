@@ -8,6 +8,7 @@
 
 #include "ring_types.h"
 
+/* Returns 0, a REGISTER's error, or one of ring_conn_ended's (not logged). */
 int ring_register_phase(struct ring_worker *rw, enum uring_setup_phase phase);
 int uring_force_dev_fallback(int fuse_fd);
 void uring_setup_report(struct ufs_uring *u, int error);

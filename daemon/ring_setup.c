@@ -303,8 +303,9 @@ static int ring_queue_add_zc(struct ring_worker *rw, struct ring_queue *q)
 			return 0;
 		}
 		if (ret != -EPERM && ret != -EINVAL) {
-			ufs_err("io_uring: ADD_QUEUE qid=%u (zero copy): %s", q->qid,
-				strerror(-ret));
+			if (!ring_conn_ended(ret))
+				ufs_err("io_uring: ADD_QUEUE qid=%u (zero copy): %s", q->qid,
+					strerror(-ret));
 			return ret;
 		}
 		pthread_mutex_lock(&u->lock);
@@ -312,7 +313,7 @@ static int ring_queue_add_zc(struct ring_worker *rw, struct ring_queue *q)
 		pthread_mutex_unlock(&u->lock);
 	}
 	ret = ring_add_queue(rw, q, 0);
-	if (ret)
+	if (ret && !ring_conn_ended(ret))
 		ufs_err("io_uring: ADD_QUEUE qid=%u: %s", q->qid, strerror(-ret));
 	return ret;
 }
@@ -338,7 +339,7 @@ static int ring_queue_add(struct ring_worker *rw, struct ring_queue *q)
 	cmd->bufpool.uaddr = (uintptr_t)q->pool;
 	cmd->bufpool.len = q->pool_len;
 	ret = ring_setup_cmd(rw, sqe);
-	if (ret)
+	if (ret && !ring_conn_ended(ret))
 		ufs_err("io_uring: ADD_BUFPOOL qid=%u: %s", q->qid, strerror(-ret));
 	return ret;
 }

@@ -12,6 +12,7 @@
 #ifndef UFS_RING_TYPES_H
 #define UFS_RING_TYPES_H
 
+#include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -278,6 +279,15 @@ static inline struct ring_ent *ring_req_to_ent(struct ufs_req *req)
 static inline uint8_t *ring_ent_bounce(struct ring_worker *rw, const struct ring_ent *ent)
 {
 	return rw->bounce + (size_t)ent->idx * rw->u->max_payload;
+}
+
+/*
+ * A FUSE command's error saying the connection ended (unmounted: ENOTCONN,
+ * aborted: ECONNABORTED): at start-up not logged, ufs_uring_start says so.
+ */
+static inline bool ring_conn_ended(int err)
+{
+	return err == -ENOTCONN || err == -ECONNABORTED;
 }
 
 #endif /* UFS_RING_TYPES_H */

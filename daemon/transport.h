@@ -7,7 +7,11 @@
 
 #include "daemon.h"
 
-/* The io_uring transport with a /dev/fuse reader beside it, or /dev/fuse alone. */
+/*
+ * The io_uring transport with a /dev/fuse reader beside it, or /dev/fuse
+ * alone.  -ENOTCONN: the connection ended while the ring registered (not
+ * logged: main.c tells an unmount from an abort).
+ */
 int ufs_transport_start(struct ufs_daemon *d);
 /* After the connection ended: helper threads, then the workers. */
 void ufs_transport_stop(struct ufs_daemon *d);

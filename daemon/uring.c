@@ -189,6 +189,19 @@ static int uring_abandon(struct ufs_uring *u)
 	return ret ? ret : -EAGAIN;
 }
 
+/*
+ * The connection ended while the entries registered (unmounted, or
+ * aborted): nothing to hand back to /dev/fuse, as nobody can use the
+ * connection any more.  The caller decides what that means (main.c).
+ */
+static int uring_conn_gone(struct ufs_uring *u)
+{
+	uring_setup_set_phase(u, SETUP_ABANDON);
+	uring_join(u);
+	uring_free(u);
+	return -ENOTCONN;
+}
+
 static void describe_transport(struct ufs_daemon *d, struct ufs_uring *u, bool uring)
 {
 	d->transport = uring ? UFS_TRANSPORT_URING : UFS_TRANSPORT_DEV;
@@ -201,7 +214,8 @@ static void describe_transport(struct ufs_daemon *d, struct ufs_uring *u, bool u
  * Build the rings and register every entry, in the order that keeps a
  * failure harmless for as long as possible (see enum uring_setup_phase).
  * Returns 0 serving, -EAGAIN if the kernel now serves /dev/fuse instead,
- * or another error: then the connection may be wedged and must end.
+ * -ENOTCONN if the connection ended meanwhile (unmounted or aborted: not
+ * logged), or another error: then the connection may be wedged and must end.
  */
 int ufs_uring_start(struct ufs_daemon *d)
 {
@@ -236,17 +250,26 @@ int ufs_uring_start(struct ufs_daemon *d)
 		uring_share_queues(u);
 		ret = uring_zero_copy_state(u);
 	}
+	if (!ret && ring_conn_ended(u->error))
+		return uring_conn_gone(u);	/* unmounted during ADD_QUEUE (7.3) */
 	if (ret || u->error)
 		return uring_abandon(u);
 
 	/* Requests may flow as soon as the key queue registers: describe the transport first. */
 	describe_transport(d, u, true);
-	if (uring_setup_run_phase(u, SETUP_REGISTER_MOST) || uring_setup_run_phase(u, SETUP_REGISTER_KEY)) {
+	ret = uring_setup_run_phase(u, SETUP_REGISTER_MOST);
+	if (!ret)
+		ret = uring_setup_run_phase(u, SETUP_REGISTER_KEY);
+	if (ret) {
 		/* The ring never became ready: the kernel can still serve /dev/fuse. */
 		describe_transport(d, u, false);
-		return uring_abandon(u);
+		return ring_conn_ended(ret) ? uring_conn_gone(u) : uring_abandon(u);
 	}
 	ret = uring_setup_run_phase(u, SETUP_REGISTER_REST);
+	if (ring_conn_ended(ret)) {
+		describe_transport(d, u, false);
+		return uring_conn_gone(u);
+	}
 	if (ret) {
 		ufs_err("io_uring: a REGISTER failed on the ready ring (%s): the connection "
 			"cannot be served and must end", strerror(-ret));

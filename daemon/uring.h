@@ -16,7 +16,8 @@ bool ufs_uring_supported(void);
 /*
  * Build the rings and register every queue.  Returns 0 once the ring is
  * ready, -EAGAIN if setup failed before any queue was registered (the
- * kernel then serves over /dev/fuse), or another error.
+ * kernel then serves over /dev/fuse), -ENOTCONN if the connection ended
+ * meanwhile (unmounted or aborted; not logged), or another error.
  */
 int ufs_uring_start(struct ufs_daemon *d);
 

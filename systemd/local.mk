@@ -37,7 +37,8 @@ ops_deploy_tests = \
 	tests/ops/notify.sh \
 	tests/ops/fstab-mount.sh \
 	tests/ops/quiet-mount.sh \
-	tests/ops/remount.sh
+	tests/ops/remount.sh \
+	tests/ops/namespace-mounts.sh
 TESTS += $(ops_deploy_tests)
 EXTRA_DIST += $(ops_deploy_tests) tests/ops/notify-listen.py tests/ops/reap.py
 tests/ops/unit-verify.log: systemd/uringfs@.service

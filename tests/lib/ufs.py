@@ -735,6 +735,27 @@ def mount_entries():
     return entries
 
 
+def mount_holders(path):
+    """Other mount namespaces where path is mounted, as text for a failure: a
+    copy there (unshare --mount while the mount was up) keeps the connection
+    alive after our unmount, and the daemon rightly serves on."""
+    ours, found = os.readlink('/proc/self/ns/mnt'), {}
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            ns = os.readlink(f'/proc/{pid}/ns/mnt')
+            if ns == ours or ns in found:
+                continue
+            with open(f'/proc/{pid}/mountinfo') as f:
+                if any(line.split()[4] == path for line in f):
+                    found[ns] = f'pid {pid} ({read_file(f"/proc/{pid}/comm").decode().strip()})'
+        except OSError:
+            continue
+    if not found:
+        return ''
+    return (f'\n{path} is still mounted in {len(found)} other mount namespace(s), of '
+            + ', '.join(found.values()) + ': the connection lives on there')
+
+
 def mount_entry(path):
     """The topmost mount at path, or None."""
     found = [e for e in mount_entries() if e.mountpoint == path]
@@ -922,7 +943,7 @@ class Mount:
 
     # -- stopping
 
-    def stop(self):
+    def stop(self, exit_timeout=EXIT_TIMEOUT):
         """Unmount as a user would; the daemon must exit 0 by itself."""
         if not self.mounted:
             return
@@ -930,7 +951,7 @@ class Mount:
         self._run(cmd, as_daemon_user=True)
         self.mounted = False
         if self.proc:
-            self.wait_exit()
+            self.wait_exit(exit_timeout)
         self._forget()
 
     def terminate(self, sig=signal.SIGTERM):
@@ -952,9 +973,10 @@ class Mount:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            held = mount_holders(self.mnt)
             self.abort()
             raise AssertionError(f'daemon {self.pid} did not exit within {timeout} s'
-                                 + self.log_tail()) from None
+                                 + held + self.log_tail()) from None
         if rc != status:
             raise AssertionError(f'daemon exited with status {rc}, expected {status}'
                                  + self.log_tail())

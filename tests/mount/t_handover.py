@@ -99,6 +99,76 @@ def takeover_under_load():
               'both daemons logged the hand-over' + m.log_tail())
 
 
+@case(mount=False, root=True, timeout=150)
+def takeover_during_copies():
+    """The copy seed's load (bench/cfr-seed.c: 30 processes each making one
+    16 MiB copy_file_range call after another, and a probe) with a take-over
+    in the middle, then an unmount: no copy fails or differs from its
+    source, the old daemon exits 0, and the new one exits 0 within
+    EXIT_TIMEOUT of the unmount (a review saw an ASan successor that did
+    not)."""
+    require_handover()
+    src = ufs.scratch_dir('seed-src')
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1200m', 'tmpfs', src], check=True)
+    try:
+        with ufs.Mount(source=src) as m:
+            got, failed = {}, []
+
+            def seed():
+                try:
+                    got.update(ufs.probe(m.mnt, 30, 3))
+                except Exception as e:     # reported below, in the case's thread
+                    failed.append(e)
+            load = threading.Thread(target=seed)
+            load.start()
+            try:
+                time.sleep(1.5)
+                old = m.proc
+                cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+                with open(m.log, 'ab') as log:
+                    new = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
+                check_eq(old.wait(timeout=60), 0, 'the old daemon\'s exit status' + m.log_tail())
+                m.proc = new
+            finally:
+                load.join()
+            check(not failed, f'the copy seed: {failed}')
+            check_eq((got['failed'], got['bad']), (0, 0), 'copy calls that failed, copies '
+                     f'that differ ({got["calls"]} calls)')
+            check('handed ' in m.log_text(), 'no hand-over happened' + m.log_tail())
+    finally:
+        subprocess.run(['umount', '-l', src])
+
+
+@case(mount=False, root=True, timeout=90)
+def unmount_while_predecessor_leaves():
+    """An unmount while the old daemon is still on its way out after handing
+    over (an ASan build's exit takes about a second under the copy seed's
+    load; the debug build waits 30 s here, UFS_DEBUG_PAUSE=handed_over): the
+    new daemon sees the connection end and exits 0 within a few seconds, not
+    once the old one has gone (it waited for that, up to 30 s)."""
+    require_handover()
+    ufs.require_debug_build()
+    with ufs.Mount(env={'UFS_DEBUG_PAUSE': 'handed_over:30000'}) as m:
+        ufs.write_file(f'{m.mnt}/f', b'before the take-over')
+        old = m.proc
+        cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+        try:
+            with open(m.log, 'ab') as log:
+                m.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+            check(ufs_load.wait_for(lambda: 'handed ' in m.log_text(), 30),
+                  'the old daemon did not hand over' + m.log_tail())
+            check_eq(ufs.read_file(f'{m.mnt}/f'), b'before the take-over', 'the file after it')
+            check(old.poll() is None, 'the old daemon left before the unmount')
+            m.stop(exit_timeout=5)
+        finally:
+            old.kill()
+            old.wait()
+    check('not waiting for it' in m.log_text(), 'the new daemon does not say why it left '
+          'before the old one' + m.log_tail())
+
+
 class SystemdMount:
     """The daemon as a systemd service with a file descriptor store."""
 

@@ -7,8 +7,10 @@ daemon and skip on the bind variant.
 
 import concurrent.futures
 import contextlib
+import ctypes
 import errno
 import os
+import select
 import signal
 import stat
 import subprocess
@@ -43,6 +45,75 @@ def unmount_right_after_mount():
     for i in range(20):
         with ufs.Mount(opts='allow_other' if i % 2 else None):
             pass
+
+
+def umount_while_starting(wait_for=None, env=None):
+    """Start a daemon and umount(2) its mount the moment it shows in
+    mountinfo, or once its log holds wait_for; the daemon must exit 0 by
+    itself, logging no error, and say why it went.  Returns its log."""
+    m = ufs.Mount(env=env)
+    mnt = os.fsencode(m.mnt)
+    for d in (m.src, m.mnt):
+        os.makedirs(d, exist_ok=True)
+    with open('/proc/self/mountinfo', 'rb') as info:
+        waker = select.poll()
+        waker.register(info, select.POLLPRI)     # mountinfo changed
+        m._spawn()
+        try:
+            deadline = time.monotonic() + ufs.MOUNT_TIMEOUT
+            while m.proc.poll() is None and time.monotonic() < deadline:
+                info.seek(0)
+                shown = b' ' + mnt + b' ' in info.read()
+                if shown and (not wait_for or wait_for in m.log_text()):
+                    if sx.libc.umount2(mnt, 0) == 0:
+                        break
+                    check(ctypes.get_errno() == E.EBUSY,
+                          f'umount {m.mnt}: {os.strerror(ctypes.get_errno())}')
+                elif not shown:
+                    waker.poll(50)
+                else:
+                    time.sleep(0.005)
+            m.wait_exit()
+        finally:
+            m.abort()
+    log = m.log_text()
+    check('uringfs: error: ' not in log and 'uringfs: warn: ' not in log,
+          'the daemon logged an error about an unmount' + m.log_tail())
+    check('was unmounted while uringfs started' in log or 'unmounted, exiting' in log,
+          'the daemon did not say it was unmounted' + m.log_tail())
+    return log
+
+
+@case(mount=False, root=True, timeout=60)
+def umount_races_start():
+    """umount(2) the very moment the mount shows in mountinfo, over and over:
+    whatever the start-up was doing (reading INIT, registering the ring's
+    entries), the daemon exits 0 with an info line saying the mount went
+    away (it exited 1 with an error per entry when REGISTER met ENOTCONN)."""
+    ufs.require_daemon()
+    early = 0
+    deadline = time.monotonic() + 20
+    for _ in range(25):
+        early += 'unmounted while uringfs started' in umount_while_starting()
+        if time.monotonic() > deadline:
+            break
+    ufs.diag(f'{early} unmounts came before the daemon served')
+
+
+@case(mount=False, root=True)
+def umount_during_start_steps():
+    """The debug build waits at the start-up's steps (UFS_DEBUG_PAUSE): an
+    umount before INIT, and over io_uring one while the ring registers its
+    entries, end the daemon with status 0 and an info line saying so."""
+    ufs.require_debug_build()
+    steps = [('init', None)]
+    if ufs.config().expect_transport == 'uring':
+        # Logged just before the ring's set-up (transport.c: copy_mode_choose).
+        steps.append(('register', 'copy_file_range: '))
+    for step, wait_for in steps:
+        log = umount_while_starting(wait_for, env={'UFS_DEBUG_PAUSE': f'{step}:1000'})
+        check('was unmounted while uringfs started' in log,
+              f'an unmount at {step}: the daemon does not say so\n{log}')
 
 
 def ends_with(how):
