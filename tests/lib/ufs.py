@@ -1203,6 +1203,56 @@ def drop_caches(what=2):
         f.write(str(what))
 
 
+# The suites run side by side (make -j2 check) and several cases drop the
+# kernel's caches, which drops every mount's unused dentries, inodes and
+# clean pages, not only their own.  A case that counts on the kernel keeping
+# something holds it (pinned(): an entry in use is not dropped), or, for what
+# cannot be held (a name cached as missing, a directory's cached listing),
+# measures again when a drop ran meanwhile (undisturbed()).
+# tests/mount/stress-drop.sh runs cases with drops every 20 ms beside them.
+
+@contextlib.contextmanager
+def pinned(paths):
+    """O_PATH descriptors on paths while the block runs: their dentries and
+    inodes (with their attributes) are in use, so a drop_caches anywhere on
+    the machine leaves them, and the daemon gets no FORGET for them."""
+    fds = []
+    try:
+        for p in paths:
+            fds.append(os.open(p, os.O_PATH | os.O_NOFOLLOW))
+        yield fds
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def drops_so_far():
+    """How often drop_caches has run on this machine (/proc/vmstat's
+    drop_pagecache + drop_slab, each counted when its drop has ended), or
+    None where the kernel does not count them."""
+    try:
+        with open('/proc/vmstat') as f:
+            got = [int(v) for k, v in (line.split() for line in f)
+                   if k in ('drop_pagecache', 'drop_slab')]
+    except OSError:
+        return None
+    return sum(got) if len(got) == 2 else None
+
+
+def undisturbed(fn, tries=10, good=None):
+    """fn() again until a run during which no drop_caches ran anywhere on
+    the machine (or whose result good() accepts: a cached result is not
+    spoilt by a drop); returns (result, clean), clean False when every try
+    saw a drop (the result then proves nothing either way).  Memory
+    pressure is not counted: hold what can be held."""
+    for _ in range(tries):
+        before = drops_so_far()
+        got = fn()
+        if (good and good(got)) or before is None or drops_so_far() == before:
+            return got, True
+    return got, False
+
+
 _helpers = {}
 
 
