@@ -29,18 +29,13 @@ def all_files(mnt):
     return [f'{mnt}/d{d}/f{i}' for d in range(DIRS) for i in range(PER_DIR)]
 
 
-def stat_all(mnt):
-    for path in all_files(mnt):
-        os.lstat(path)
-
-
-def wait_inodes(m, cond, what):
-    """The control file's inode count, once cond(count) holds (or the last one)."""
+def wait_stats(m, cond, what):
+    """The control file's entries, once cond(entries) holds (or the last ones)."""
     deadline = time.monotonic() + WAIT
     while True:
         st = m.stats()
-        if cond(st['inodes']) or time.monotonic() > deadline:
-            check(cond(st['inodes']), f'{what}: the daemon holds {st["inodes"]} inodes after '
+        if cond(st) or time.monotonic() > deadline:
+            check(cond(st), f'{what}: the daemon holds {st["inodes"]} inodes after '
                   f'{WAIT} s; stats {dict((k, v) for k, v in st.items() if "inode" in k)}')
             return st
         time.sleep(0.1)
@@ -51,7 +46,9 @@ def prune_keeps_the_store_bounded():
     """3000 files stat'ed with day-long timeouts and inode_limit=200: the
     daemon's inode count comes back under 200 (PRUNE notifications, their
     FORGETs counted); an open file and the cwd keep working, and every name
-    is found again."""
+    is found again.  The PRUNEs are awaited with every file held (O_PATH):
+    another suite's drop_caches would otherwise have the kernel forget them
+    first, and the count might never stay over the bound long enough."""
     ufs.require_daemon()
     with ufs.Mount(opts=f'inode_limit={LIMIT},{LONG}') as m:
         make_tree(m.src)
@@ -64,10 +61,10 @@ def prune_keeps_the_store_bounded():
         old = os.getcwd()
         try:
             os.chdir(f'{m.mnt}/d1')
-            stat_all(m.mnt)
-            st = wait_inodes(m, lambda n: n <= LIMIT, 'back under the bound')
-            check(st['inode_prune_notifications'] > 0 and st['inode_prune_nodeids'] > 0,
-                  'PRUNE notifications sent')
+            with ufs.pinned(all_files(m.mnt)):
+                wait_stats(m, lambda st: st['inode_prune_notifications'] > 0 and
+                           st['inode_prune_nodeids'] > 0, 'PRUNE notifications sent')
+            st = wait_stats(m, lambda st: st['inodes'] <= LIMIT, 'back under the bound')
             check(st['inode_prune_forgets'] > 0, 'FORGETs followed the PRUNEs')
             # What the kernel could not let go of still works.
             check_eq(os.pread(fd, 16, 0), b'0/1', 'reading a file kept open')
