@@ -39,7 +39,7 @@ cleanup() {
 trap cleanup EXIT
 
 cc -O2 -Wall -Wextra -o "$probe" "$top/bench/cfr-probe.c" -lpthread
-cc -O2 -Wall -Wextra -o "$seed" "$top/bench/cfr-seed.c"
+cc -O2 -Wall -Wextra -pthread -o "$seed" "$top/bench/cfr-seed.c"
 mkdir -p "$work/fs" "$mnt"
 mount -t tmpfs -o size=4g tmpfs "$work/fs"
 if [[ -w /sys/module/fuse/parameters/enable_uring ]]; then
@@ -66,8 +66,8 @@ seed_rows() {
 	local name=$1 dir=$2 n line
 	for n in 0 $counts; do
 		line=$("$seed" "$dir" "$n" "$seconds")
-		# probes=N p50_us=A p90_us=B p99_us=C max_us=D start_ms=S started=T calls=E short=F failed=G bad=H
-		echo "$line" | sed -E "s/probes=([0-9]+) p50_us=([0-9]+) p90_us=([0-9]+) p99_us=([0-9]+) max_us=([0-9]+) start_ms=[0-9]+ started=[0-9]+ calls=([0-9]+) short=([0-9]+) failed=([0-9]+) bad=([0-9]+)/| $name | $n | \2 | \3 | \4 | \5 | \1 | \6 | \7 | \8 | \9 |/"
+		# probes=N p50_us=A p90_us=B p99_us=C max_us=D start_ms=S started=T calls=E short=F failed=G bad=H wake_...
+		echo "$line" | sed -E "s/probes=([0-9]+) p50_us=([0-9]+) p90_us=([0-9]+) p99_us=([0-9]+) max_us=([0-9]+) start_ms=[0-9]+ started=[0-9]+ calls=([0-9]+) short=([0-9]+) failed=([0-9]+) bad=([0-9]+).*/| $name | $n | \2 | \3 | \4 | \5 | \1 | \6 | \7 | \8 | \9 |/"
 	done
 }
 

@@ -20,11 +20,17 @@
  * bytes: when the time is up every copier finishes the call it is in and
  * compares its copy with the source.  With COPIES 0 it measures the probe
  * alone: the floor.
- * tests/mount/t_copy.py runs it too.
+ *
+ * Beside the probe a thread of this process sleeps 1 ms again and again,
+ * and the line ends with how late it woke (wake_p50_us, wake_p99_us): what
+ * the machine's other work made any thread wait for a CPU in the same
+ * seconds, which a round trip through the daemon waits for twice (the
+ * daemon's thread, then the probe).  tests/mount/t_copy.py runs it too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,6 +48,7 @@
 #define COPY_SIZE (16u << 20)
 #define MAX_PROBES 2000000
 #define START_LIMIT_S 60
+#define MAX_WAKES 200000
 
 /* What the copiers report, in memory shared with them. */
 struct tally {
@@ -50,6 +57,28 @@ struct tally {
 	int first_errno;
 	_Atomic bool stop;		/* the time is up: finish the call, then check */
 };
+
+/* The sleeper beside the probe: how late each 1 ms sleep ended. */
+struct lateness {
+	pthread_t thread;
+	_Atomic bool stop;
+	double late[MAX_WAKES];
+	long n;
+};
+
+static void *sleeper(void *arg)
+{
+	struct lateness *l = arg;
+	const struct timespec ms = { .tv_nsec = 1000000 };
+
+	while (!l->stop && l->n < MAX_WAKES) {
+		double start = now_us();
+
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &ms, NULL);
+		l->late[l->n++] = now_us() - start - 1000;
+	}
+	return NULL;
+}
 
 /* Whether the first len bytes of out are those of in. */
 static bool same_bytes(int fi, int fo, size_t len)
@@ -110,6 +139,7 @@ int main(int argc, char **argv)
 	int ncopies = argc > 2 ? atoi(argv[2]) : 30;
 	double seconds = argc > 3 ? atof(argv[3]) : 3;
 	char src[4096], probe[4096];
+	static struct lateness wake;
 	struct tally *t;
 	double *waits, end, start_ms;
 	pid_t *pids;
@@ -155,6 +185,10 @@ int main(int argc, char **argv)
 	started = __atomic_load_n(&t->started, __ATOMIC_RELAXED);
 	if (ncopies)
 		usleep(200000);
+	if (pthread_create(&wake.thread, NULL, sleeper, &wake)) {
+		perror("cfr-seed: thread");
+		return 1;
+	}
 	end = now_us() + seconds * 1e6;
 	while (n < MAX_PROBES && now_us() < end) {
 		struct statx stx;
@@ -168,14 +202,19 @@ int main(int argc, char **argv)
 		}
 		waits[n++] = now_us() - start;
 	}
+	wake.stop = true;
+	pthread_join(wake.thread, NULL);
 	t->stop = true;
 	for (int i = 0; i < ncopies; i++)
 		waitpid(pids[i], NULL, 0);
 	qsort(waits, n, sizeof(*waits), cmp_double);
+	qsort(wake.late, wake.n, sizeof(*wake.late), cmp_double);
 	printf("probes=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f start_ms=%.0f "
-	       "started=%ld calls=%ld short=%ld failed=%ld bad=%ld\n",
+	       "started=%ld calls=%ld short=%ld failed=%ld bad=%ld wake_p50_us=%.0f "
+	       "wake_p99_us=%.0f\n",
 	       n, waits[n / 2], waits[n * 9 / 10], waits[n * 99 / 100], waits[n - 1], start_ms,
-	       started, t->calls, t->short_calls, t->failed_calls, t->bad_copies);
+	       started, t->calls, t->short_calls, t->failed_calls, t->bad_copies,
+	       wake.n ? wake.late[wake.n / 2] : 0, wake.n ? wake.late[wake.n * 99 / 100] : 0);
 	if (t->failed_calls)
 		fprintf(stderr, "cfr-seed: %ld copy calls failed, the first with %s\n",
 			t->failed_calls, strerror(t->first_errno));

@@ -1200,7 +1200,7 @@ def crowd_size():
 def probe(mnt, copies, seconds):
     """bench/cfr-seed.c: COPIES single-call 16 MiB copies in mnt while a probe
     times statx(AT_STATX_FORCE_SYNC) for SECONDS; its result as a dict of ints."""
-    tool = c_helper('../../bench/cfr-seed.c')
+    tool = c_helper('../../bench/cfr-seed.c', '-pthread')
     r = subprocess.run([tool, mnt, str(copies), str(seconds)], capture_output=True, text=True,
                        timeout=120 + 10 * seconds)
     if r.returncode != 0:
@@ -1210,7 +1210,8 @@ def probe(mnt, copies, seconds):
 
 
 def probe_limits(mnt):
-    """What a crowd case allows the probe: p99 under 10 ms and no wait of
+    """What a crowd case allows the probe: p99 under 10 ms (more on a busy
+    machine: p99_limit) and no wait of
     3 s, against a floor (the probe alone, p50) of 50 us, and as many
     times more where the machine is slower than that (an emulated guest).
     A probe that waits behind the crowd waits at every turn: before the
@@ -1225,12 +1226,35 @@ def probe_limits(mnt):
     return {'p99_us': 10_000 * scale, 'max_us': 3_000_000 * scale}
 
 
+# A round trip through the daemon waits for a CPU twice (the daemon's
+# thread, then the probe's), and a machine busy enough may make it wait
+# twice as long again.
+WAKE_FACTOR = 4
+
+
+def p99_limit(got, limits):
+    """The p99 a round's probe is allowed: limits' (probe_limits()), or
+    WAKE_FACTOR times how late a thread sleeping 1 ms at a time beside the
+    probe woke in the same seconds (cfr-seed's wake_p99_us), if that is
+    more.  The suites run side by side on two CPUs: next to another suite's
+    120 copies a mount with nothing to do had a probe p99 of 28 and 219 ms.
+    That is the machine's, and the sleeper sees it too: in ten rounds beside
+    two other crowds the probe's p99 was 0.6 to 1.9 times the sleeper's (152
+    ms against 152 ms in one whose probe p50 was 16 ms).  A probe that waits
+    behind the crowd waits for the daemon, which the sleeper does not: with
+    copies on the worker (copy_file_range=sync) the probe waited 4 s and 87 s
+    while the sleeper was late by 6 and 2 ms at its p99."""
+    return max(limits['p99_us'], WAKE_FACTOR * got.get('wake_p99_us', 0))
+
+
 def check_probe(got, limits, behind):
     """Fail unless the probe's waits (probe()) kept within limits
-    (probe_limits()); behind names what the probe ran next to."""
-    check(got['p99_us'] < limits['p99_us'],
+    (probe_limits(), p99_limit()); behind names what the probe ran next to."""
+    limit = p99_limit(got, limits)
+    check(got['p99_us'] < limit,
           f'the probe\'s p99 was {got["p99_us"] / 1000:.1f} ms behind {behind} '
-          f'(limit {limits["p99_us"] / 1000:.0f} ms; p50 {got["p50_us"]} us)')
+          f'(limit {limit / 1000:.0f} ms; p50 {got["p50_us"]} us; a sleeper beside it woke '
+          f'{got.get("wake_p99_us", 0) / 1000:.1f} ms late at its p99)')
     check(got['max_us'] < limits['max_us'],
           f'a probe waited {got["max_us"] / 1000:.0f} ms behind {behind} '
           f'(limit {limits["max_us"] / 1000:.0f} ms)')
@@ -1239,8 +1263,9 @@ def check_probe(got, limits, behind):
 def probe_summary(got, limits):
     """The probe's figures and their limits, for a case's diagnostics."""
     return (f'probe p50 {got["p50_us"]} us, p99 {got["p99_us"]} us, worst {got["max_us"]} us '
-            f'over {got["probes"]} probes (limits p99 {limits["p99_us"] / 1000:.0f} ms, worst '
-            f'{limits["max_us"] / 1000:.0f} ms)')
+            f'over {got["probes"]} probes; a sleeper beside it late by {got.get("wake_p50_us")} '
+            f'us at its p50, {got.get("wake_p99_us")} us at its p99 (limits p99 '
+            f'{p99_limit(got, limits) / 1000:.0f} ms, worst {limits["max_us"] / 1000:.0f} ms)')
 
 
 def backing_is_nfs():
@@ -1255,6 +1280,56 @@ def drop_caches(what=2):
     os.sync()
     with open('/proc/sys/vm/drop_caches', 'w') as f:
         f.write(str(what))
+
+
+# The suites run side by side (make -j2 check) and several cases drop the
+# kernel's caches, which drops every mount's unused dentries, inodes and
+# clean pages, not only their own.  A case that counts on the kernel keeping
+# something holds it (pinned(): an entry in use is not dropped), or, for what
+# cannot be held (a name cached as missing, a directory's cached listing),
+# measures again when a drop ran meanwhile (undisturbed()).
+# tests/mount/stress-drop.sh runs cases with drops every 20 ms beside them.
+
+@contextlib.contextmanager
+def pinned(paths):
+    """O_PATH descriptors on paths while the block runs: their dentries and
+    inodes (with their attributes) are in use, so a drop_caches anywhere on
+    the machine leaves them, and the daemon gets no FORGET for them."""
+    fds = []
+    try:
+        for p in paths:
+            fds.append(os.open(p, os.O_PATH | os.O_NOFOLLOW))
+        yield fds
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def drops_so_far():
+    """How often drop_caches has run on this machine (/proc/vmstat's
+    drop_pagecache + drop_slab, each counted when its drop has ended), or
+    None where the kernel does not count them."""
+    try:
+        with open('/proc/vmstat') as f:
+            got = [int(v) for k, v in (line.split() for line in f)
+                   if k in ('drop_pagecache', 'drop_slab')]
+    except OSError:
+        return None
+    return sum(got) if len(got) == 2 else None
+
+
+def undisturbed(fn, tries=10, good=None):
+    """fn() again until a run during which no drop_caches ran anywhere on
+    the machine (or whose result good() accepts: a cached result is not
+    spoilt by a drop); returns (result, clean), clean False when every try
+    saw a drop (the result then proves nothing either way).  Memory
+    pressure is not counted: hold what can be held."""
+    for _ in range(tries):
+        before = drops_so_far()
+        got = fn()
+        if (good and good(got)) or before is None or drops_so_far() == before:
+            return got, True
+    return got, False
 
 
 _helpers = {}

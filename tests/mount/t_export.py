@@ -197,7 +197,10 @@ def export_inodes_zero_keeps_none():
     with export_mount('export_inodes=0') as m:
         ufs.write_file(f'{m.mnt}/f', b'f')
         h = sx.name_to_handle_at(f'{m.mnt}/f')
-        before = m.stats()['inodes']
+        # Counted with f held: another suite's drop_caches may have had it
+        # forgotten already, and then the count would never go below.
+        with ufs.pinned([f'{m.mnt}/f']):
+            before = m.stats()['inodes']
         deadline = time.monotonic() + 10
         while m.stats()['inodes'] >= before and time.monotonic() < deadline:
             ufs.drop_caches(2)

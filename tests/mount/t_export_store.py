@@ -11,6 +11,7 @@ its checks is refused and the mount works without it; node ids carry a
 per-daemon generation, so an old handle never opens another file.
 """
 
+import contextlib
 import glob
 import os
 import pwd
@@ -41,6 +42,23 @@ def store_file(store):
     files = glob.glob(f'{store}/uringfs-*.export')
     check_eq(len(files), 1, f'store files in {store}: {files}')
     return files[0]
+
+
+@contextlib.contextmanager
+def made_and_held(mnt, names):
+    """Create names (each holding its name) through the mount and keep them
+    open while the block runs, so that each is noted in the store once, in
+    this order: the store notes a file again when the kernel looks it up
+    after forgetting it, as another suite's drop_caches has it do."""
+    fds = []
+    try:
+        for n in names:
+            fds.append(os.open(f'{mnt}/{n}', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            os.write(fds[-1], n.encode())
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def handle_nodeid(h):
@@ -167,10 +185,8 @@ def a_tampered_store_is_refused():
     the mount works, old handles are ESTALE.  A record changed alone is
     ignored: its handle is ESTALE, the others still open."""
     store = store_dir()
-    with mount(store=store) as m:
+    with mount(store=store) as m, made_and_held(m.mnt, ('a', 'b')):
         src = m.src
-        for n in ('a', 'b'):
-            ufs.write_file(f'{m.mnt}/{n}', n.encode())
         ha, hb = (sx.name_to_handle_at(f'{m.mnt}/{n}') for n in ('a', 'b'))
     path = store_file(store)
     data = bytearray(open(path, 'rb').read())
@@ -234,11 +250,9 @@ def the_store_is_bounded():
     """export_inodes=8 bounds the store file: of 30 files' handles at most
     the newest 8 open after a restart, the oldest are ESTALE."""
     store = store_dir()
-    with mount(store=store, opts='export_inodes=8') as m:
+    names = [f'f{i:02}' for i in range(30)]
+    with mount(store=store, opts='export_inodes=8') as m, made_and_held(m.mnt, names):
         src = m.src
-        names = [f'f{i:02}' for i in range(30)]
-        for n in names:
-            ufs.write_file(f'{m.mnt}/{n}', n.encode())
         hs = [sx.name_to_handle_at(f'{m.mnt}/{n}') for n in names]
     check(os.path.getsize(store_file(store)) <= HDR + 8 * REC,
           f'store size {os.path.getsize(store_file(store))}')

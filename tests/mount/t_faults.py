@@ -624,10 +624,12 @@ def request_timeout_aborts():
 def out_of_descriptors_create():
     """The daemon out of descriptors in the middle of a CREATE: the caller gets
     EMFILE (not ENOMEM), and no file is left behind by a create that failed,
-    as with a local open(2) that fails."""
+    as with a local open(2) that fails.  Each file made is held (O_PATH):
+    another suite's drop_caches would have the kernel forget it, and the
+    daemon give its descriptor back, and every create could work."""
     ufs.require_daemon('limits the daemon\'s descriptors')
     import resource
-    with ufs.Mount(opts='inode_handles=never') as m:
+    with ufs.Mount(opts='inode_handles=never') as m, contextlib.ExitStack() as held:
         spare = 12
         resource.prlimit(m.pid, resource.RLIMIT_NOFILE, (ufs.fd_count(m.pid) + spare,) * 2)
         made, errors = [], []
@@ -638,11 +640,13 @@ def out_of_descriptors_create():
                 errors.append(got.err)
             else:
                 made.append(f'f{i:03d}')
+                held.enter_context(ufs.pinned([path]))
         check(errors, f'{4 * spare} creates with {spare} descriptors to spare all worked')
         check_eq({E.errorcode[e] for e in errors} - {'EMFILE', 'ENFILE'}, set(),
                  'errors of the creates that failed')
         check_eq(sorted(os.listdir(m.src)), made, 'files in the backing directory')
         # Forgotten inodes give their descriptors back; the mount recovers.
+        held.close()
         ufs.drop_caches(2)
         time.sleep(0.5)
         ufs.write_file(f'{m.mnt}/after', b'y')

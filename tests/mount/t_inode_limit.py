@@ -25,19 +25,17 @@ def make_tree(src):
             ufs.write_file(f'{src}/d{d}/f{i}', f'{d}/{i}'.encode())
 
 
-def stat_all(mnt):
-    for d in range(DIRS):
-        for i in range(PER_DIR):
-            os.lstat(f'{mnt}/d{d}/f{i}')
+def all_files(mnt):
+    return [f'{mnt}/d{d}/f{i}' for d in range(DIRS) for i in range(PER_DIR)]
 
 
-def wait_inodes(m, cond, what):
-    """The control file's inode count, once cond(count) holds (or the last one)."""
+def wait_stats(m, cond, what):
+    """The control file's entries, once cond(entries) holds (or the last ones)."""
     deadline = time.monotonic() + WAIT
     while True:
         st = m.stats()
-        if cond(st['inodes']) or time.monotonic() > deadline:
-            check(cond(st['inodes']), f'{what}: the daemon holds {st["inodes"]} inodes after '
+        if cond(st) or time.monotonic() > deadline:
+            check(cond(st), f'{what}: the daemon holds {st["inodes"]} inodes after '
                   f'{WAIT} s; stats {dict((k, v) for k, v in st.items() if "inode" in k)}')
             return st
         time.sleep(0.1)
@@ -48,7 +46,9 @@ def prune_keeps_the_store_bounded():
     """3000 files stat'ed with day-long timeouts and inode_limit=200: the
     daemon's inode count comes back under 200 (PRUNE notifications, their
     FORGETs counted); an open file and the cwd keep working, and every name
-    is found again."""
+    is found again.  The PRUNEs are awaited with every file held (O_PATH):
+    another suite's drop_caches would otherwise have the kernel forget them
+    first, and the count might never stay over the bound long enough."""
     ufs.require_daemon()
     with ufs.Mount(opts=f'inode_limit={LIMIT},{LONG}') as m:
         make_tree(m.src)
@@ -61,10 +61,10 @@ def prune_keeps_the_store_bounded():
         old = os.getcwd()
         try:
             os.chdir(f'{m.mnt}/d1')
-            stat_all(m.mnt)
-            st = wait_inodes(m, lambda n: n <= LIMIT, 'back under the bound')
-            check(st['inode_prune_notifications'] > 0 and st['inode_prune_nodeids'] > 0,
-                  'PRUNE notifications sent')
+            with ufs.pinned(all_files(m.mnt)):
+                wait_stats(m, lambda st: st['inode_prune_notifications'] > 0 and
+                           st['inode_prune_nodeids'] > 0, 'PRUNE notifications sent')
+            st = wait_stats(m, lambda st: st['inodes'] <= LIMIT, 'back under the bound')
             check(st['inode_prune_forgets'] > 0, 'FORGETs followed the PRUNEs')
             # What the kernel could not let go of still works.
             check_eq(os.pread(fd, 16, 0), b'0/1', 'reading a file kept open')
@@ -86,24 +86,27 @@ def without_prune_replies_carry_no_timeouts():
     bound the replies carry no entry or attribute timeout, so a name the
     kernel would otherwise cache for a day is asked for at every stat (6.18
     keeps such expired entries until memory pressure: the fallback slows the
-    growth, it does not shrink the store; docs/kernels.md)."""
+    growth, it does not shrink the store; docs/kernels.md).  The files are
+    held open (O_PATH), not stat'ed: another suite's drop_caches would take
+    the daemon back under the bound, and its replies would carry timeouts
+    again."""
     ufs.require_daemon()
     with ufs.Mount(opts=f'inode_limit={LIMIT},{LONG}', env={'UFS_DEBUG_NO_PRUNE': '1'}) as m:
         make_tree(m.src)
         st = m.stats()
         check_eq((st.get('inode_prune'), st.get('inode_prune_short_timeouts')),
                  ('timeouts', 0), 'inode_prune under the bound')
-        stat_all(m.mnt)
-        st = m.stats()
-        check_eq(st['inode_prune_short_timeouts'], 1, 'short timeouts over the bound')
-        check_eq(st['inode_prune_notifications'], 0, 'no PRUNE sent')
-        name = f'{m.mnt}/d{DIRS - 1}/f{PER_DIR - 1}'
-        before = st['op_lookup'] + st['op_getattr']
-        for _ in range(50):
-            os.lstat(name)
-        st = m.stats()
-        asked = st['op_lookup'] + st['op_getattr'] - before
-        check(asked >= 50, f'50 stats of a name looked up past the bound: {asked} requests')
+        with ufs.pinned(all_files(m.mnt)):
+            st = m.stats()
+            check_eq(st['inode_prune_short_timeouts'], 1, 'short timeouts over the bound')
+            check_eq(st['inode_prune_notifications'], 0, 'no PRUNE sent')
+            name = f'{m.mnt}/d{DIRS - 1}/f{PER_DIR - 1}'
+            before = st['op_lookup'] + st['op_getattr']
+            for _ in range(50):
+                os.lstat(name)
+            st = m.stats()
+            asked = st['op_lookup'] + st['op_getattr'] - before
+            check(asked >= 50, f'50 stats of a name looked up past the bound: {asked} requests')
 
 
 @case(mount=False)
@@ -117,15 +120,10 @@ def unbounded_the_kernel_keeps_them_all():
     ufs.require_daemon()
     with ufs.Mount(opts=LONG) as m:
         make_tree(m.src)
-        fds = [os.open(f'{m.mnt}/d{d}/f{i}', os.O_PATH | os.O_NOFOLLOW)
-               for d in range(DIRS) for i in range(PER_DIR)]
-        try:
+        with ufs.pinned(all_files(m.mnt)):
             n = m.stats()['inodes']
             check(n >= DIRS * (PER_DIR + 1), f'the daemon holds {n} inodes, not all of them')
             time.sleep(1)
             st = m.stats()
             check_eq((st.get('inode_prune_notifications', 0), st.get('inode_prune_nodeids', 0)),
                      (0, 0), 'nothing pruned under the default bound')
-        finally:
-            for fd in fds:
-                os.close(fd)
