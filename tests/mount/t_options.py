@@ -34,6 +34,7 @@ MOUNT_C = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(ufs.__fi
 ASYNC_READ, POSIX_LOCKS, EXPORT_SUPPORT, FLOCK_LOCKS = 1 << 0, 1 << 1, 1 << 4, 1 << 10
 DO_READDIRPLUS, WRITEBACK_CACHE, PARALLEL_DIROPS = 1 << 13, 1 << 16, 1 << 18
 POSIX_ACL, CACHE_SYMLINKS, KILLPRIV_V2, REQUEST_TIMEOUT = 1 << 20, 1 << 23, 1 << 28, 1 << 42
+ALLOW_IDMAP = 1 << 40
 
 OLD = 3 * 86400    # an atime this old moves on the next access under relatime
 
@@ -552,6 +553,8 @@ KEYS = {
     'allow_other': Probe('s3', 'allow_other=on', p_allow_other),
     'default_permissions': Probe('s2', 'default_permissions=off', p_default_permissions_off),
     'posix_acl': Probe('s1', 'posix_acl=off', flag(POSIX_ACL, False)),
+    # t_idmap shows an idmapped bind working with it and refused without
+    'idmap': Probe('s1', 'idmap=on', flag(ALLOW_IDMAP, True)),
     'posix_locks': Probe('s1', 'posix_locks=on', flag(POSIX_LOCKS, True)),
     'flock_locks': Probe('s1', 'flock_locks=on', flag(FLOCK_LOCKS, True)),
     'readdirplus': Probe('s1', 'readdirplus=off', flag(DO_READDIRPLUS, False)),
