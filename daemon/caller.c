@@ -210,11 +210,45 @@ static int status_own_ids(const struct ufs_req *req, struct own_ids_parse *p)
 	return p->found >= 2 ? 0 : -ESRCH;
 }
 
+#define PF_IO_WORKER_FLAG 0x00000010	/* include/linux/sched.h: PF_IO_WORKER */
+#define PF_KTHREAD_FLAG 0x00200000	/* PF_KTHREAD */
+
+/*
+ * Is thread tid an io_uring worker or a kernel thread (its flags, the ninth
+ * field of /proc/TID/stat)?  An io-wq worker runs its process's calls with
+ * the submitter's credentials put over its own, and keeps the ones it was
+ * made with: a process that dropped root has workers that show root's.
+ * Unreadable counts as one.
+ */
+static bool thread_acts_for_others(unsigned int tid)
+{
+	char path[48], buf[512], *p;
+	unsigned long flags = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags": comm may hold anything */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return true;
+	return flags & (PF_IO_WORKER_FLAG | PF_KTHREAD_FLAG);
+}
+
 int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
 {
 	struct ufs_pidfd_info info = { .mask = UFS_PIDFD_INFO_PID | UFS_PIDFD_INFO_CREDS };
 	struct own_ids_parse p = { .found = 0 };
 	int fd, ret = -EOPNOTSUPP;
+	bool leader = false;
 
 	if (!req->in->pid)
 		return -ESRCH;
@@ -226,6 +260,7 @@ int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
 		p.gid = info.fsgid;
 		/* kthreadd (pid 2 of the initial namespace) and its children */
 		p.kthread = info.pid == 2 || info.ppid == 2;
+		leader = info.pid == info.tgid;
 		ret = 0;
 	}
 	close(fd);
@@ -234,6 +269,9 @@ int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
 	if (ret)
 		return ret;
 	if (p.kthread)
+		return -EPERM;
+	/* Not the thread group's leader: perhaps an io-wq worker (never the leader). */
+	if (!leader && thread_acts_for_others(req->in->pid))
 		return -EPERM;
 	*uid = p.uid;
 	*gid = p.gid;

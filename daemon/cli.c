@@ -335,6 +335,13 @@ int ufs_cli_print_stats(struct ufs_daemon *d, const struct ufs_cli *cli)
 	}
 	snprintf(path, sizeof(path), "%s/%s", mountpoint, d->cfg.stats_file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		/* The daemon's bound on ordinary users' opens (control_opens.h). */
+		fprintf(stderr, "uringfs: %s: %m: too many opens of the control file by %s "
+			"(root and the mount's owner are never refused)\n", path,
+			errno == EMFILE ? "this user" : "ordinary users");
+		return 1;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "uringfs: %s: %m (is %s a uringfs mount?)\n", path, mountpoint);
 		return 1;

@@ -80,6 +80,8 @@ struct ufs_handover {
 	 */
 	char source[PATH_MAX];
 	ino_t takeover_ino;		/* our take-over socket's file (handover_socket.c) */
+	/* kept to let a successor in to hear why when out of descriptors, or -1 */
+	int spare_fd;
 	/* handover_fdstore.c: what this daemon put in systemd's store */
 	bool stored_fuse;		/* the connection is in systemd's store */
 	unsigned int stored_dev, stored_ring;	/* dev-N, ring-N in systemd's store */

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -214,7 +215,8 @@ static int recv_msg(int sock, struct handover_msg *m, int *fds, unsigned int *nf
 		for (unsigned int i = 0; i < *nfds; i++)
 			close(fds[i]);
 		*nfds = 0;
-		return -EPROTO;
+		/* Descriptors that did not fit under our RLIMIT_NOFILE (scm_detach_fds). */
+		return n == sizeof(*m) && m->magic == HANDOVER_MAGIC ? -EMFILE : -EPROTO;
 	}
 	m->text[sizeof(m->text) - 1] = '\0';
 	return 0;
@@ -273,6 +275,7 @@ int ufs_handover_listen(struct ufs_daemon *d)
 		return -1;
 	}
 	d->handover.takeover_ino = st.st_ino;
+	d->handover.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return fd;
 }
 
@@ -283,6 +286,9 @@ void ufs_handover_unlisten(struct ufs_daemon *d, int fd)
 
 	if (fd < 0)
 		return;
+	if (d->handover.spare_fd >= 0)
+		close(d->handover.spare_fd);
+	d->handover.spare_fd = -1;
 	/* Unless a successor has bound the name anew since. */
 	if (!socket_name(d->mnt.real, &sa, false) && !lstat(sa.sun_path, &st) &&
 	    st.st_ino == d->handover.takeover_ino)
@@ -378,6 +384,43 @@ static int handover_send(struct ufs_daemon *d, int sock, char *why, size_t len)
 	return ret;
 }
 
+/*
+ * accept4() failed for want of a descriptor: the successor would wait
+ * unanswered, and the pending connection keeps the socket readable, so the
+ * main loop would spin.  The spare descriptor, closed for the moment, lets
+ * it in to hear why; else a pause stops the spin until a descriptor frees.
+ */
+static void refuse_out_of_fds(struct ufs_daemon *d, int listen_fd, int err)
+{
+	struct rlimit rl = { 0 };
+	char why[200];
+	int sock = -1;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	snprintf(why, sizeof(why), "the serving daemon is out of descriptors (%s, RLIMIT_NOFILE %llu)",
+		 strerror(err), (unsigned long long)rl.rlim_cur);
+	ufs_log_once(UFS_LOG_WARN, "take-over refused: %s", why);
+	if (d->handover.spare_fd >= 0) {
+		close(d->handover.spare_fd);
+		sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (sock >= 0) {
+			struct handover_msg m;
+			int fds[FDS_PER_MSG];
+			unsigned int nfds = 0;
+
+			/* Its HELLO first: a close before it is read is EPIPE to its send. */
+			if (!recv_msg(sock, &m, fds, &nfds, 5000) && m.type == MSG_HELLO)
+				send_type(sock, MSG_FAIL, why);
+			for (unsigned int i = 0; i < nfds; i++)
+				close(fds[i]);
+			close(sock);
+		}
+		d->handover.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (sock < 0)
+		poll(NULL, 0, 100);
+}
+
 bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 {
 	struct handover_msg m;
@@ -389,6 +432,8 @@ bool ufs_handover_serve(struct ufs_daemon *d, int listen_fd)
 	bool took = false;
 
 	sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (sock < 0 && (errno == EMFILE || errno == ENFILE))
+		refuse_out_of_fds(d, listen_fd, errno);
 	if (sock < 0)
 		return false;
 	if (!peer_is_us(sock)) {

@@ -223,6 +223,16 @@ static int oldest_first(const void *a, const void *b)
 	return x->arrived_ns < y->arrived_ns ? -1 : x->arrived_ns > y->arrived_ns;
 }
 
+/*
+ * An ordinary reader's own requests.  An unknown id (FUSE_INVALID_UIDGID:
+ * with idmap, a request that creates nothing, or a caller that could not
+ * be read) is nobody's: it matches no reader, an unknown reader included.
+ */
+static bool shown_to(const struct ufs_inflight_entry *e, uid_t uid)
+{
+	return uid != FUSE_INVALID_UIDGID && e->uid == uid;
+}
+
 void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f, bool all, uid_t uid)
 {
 	uint64_t now = ufs_now_ns();
@@ -250,13 +260,13 @@ void ufs_slow_inflight_text(struct ufs_daemon *d, FILE *f, bool all, uid_t uid)
 		oldest < kept ? (unsigned long long)age_ms(&s.e[oldest], now) : 0ull);
 	/* Another user's request names its process and file: only the privileged see it. */
 	for (unsigned int i = 0; i < kept && !all; i++)
-		withheld += s.e[i].uid != uid;
+		withheld += !shown_to(&s.e[i], uid);
 	if (!all)
 		fprintf(f, "inflight_withheld %u\n", withheld);
 	for (unsigned int i = 0; i < kept; i++) {
 		const struct ufs_inflight_entry *e = &s.e[i];
 
-		if (!all && e->uid != uid)
+		if (!all && !shown_to(e, uid))
 			continue;
 		fprintf(f, "inflight %s unique=%llu nodeid=%llu pid=%u uid=%u age_ms=%llu%s\n",
 			ufs_opcode_name(e->opcode), (unsigned long long)e->unique,

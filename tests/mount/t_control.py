@@ -230,6 +230,12 @@ def opens_bounded():
             check_eq(stats['control_opens'], USER_OPENS, 'control_opens')
             check(stats['control_opens_refused'] >= sum(errors.values()),
                   f'control_opens_refused {stats["control_opens_refused"]}')
+            pw = ufs.test_user()
+            got = subprocess.run([ufs.user_daemon(m.daemon), '--stats', m.mnt],
+                                 capture_output=True, text=True, timeout=30, user=pw.pw_uid,
+                                 group=pw.pw_gid, extra_groups=[])
+            check(got.returncode != 0 and 'too many opens of the control file by this user'
+                  in got.stderr, f'--stats as ufs-test at its bound says why: {got.stderr!r}')
 
             uids = list(range(61000, 61000 + OPENS // USER_OPENS))
             with ufs.Child(many_users, path, uids, USER_OPENS) as others:

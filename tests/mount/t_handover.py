@@ -814,3 +814,49 @@ def moved_out_while_down():
         for fd in held.values():
             os.close(fd)
         sd.close()
+
+
+def cpu_ticks(pid):
+    """utime + stime of process pid, in clock ticks."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@case(mount=False, root=True, timeout=180)
+def takeover_refused_when_out_of_descriptors():
+    """The old daemon at its RLIMIT_NOFILE (root's opens over the copy path
+    fill it; root's are never bounded): its spare descriptor lets the
+    successor in to hear why, in one line, and it serves on without
+    spinning (accept4's EMFILE left the socket readable: a core spun until
+    a descriptor freed, review 47)."""
+    import t_budget
+    require_handover()
+    with t_budget.LimitedMount(opts='io_path=copy') as m:
+        ufs.write_file(f'{m.src}/f', b'kept')
+        t_budget.own_fd_room(4 * t_budget.LIMIT)
+        fds = []
+        try:
+            while len(fds) < 2 * t_budget.LIMIT:
+                try:
+                    fds.append(os.open(f'{m.mnt}/f', os.O_RDONLY))
+                except OSError as e:
+                    check_eq(e.errno, errno.EMFILE, 'an open past the daemon\'s limit')
+                    break
+            check(len(fds) < 2 * t_budget.LIMIT, f'{len(fds)} opens: the daemon never ran out')
+            binary = os.path.join(m.base, 'uringfs-new')
+            shutil.copy2(m.daemon, binary)
+            new = subprocess.run([binary, '-f', '--config', empty_config(), '--take-over', m.mnt],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=90)
+            check(new.returncode != 0, 'the take-over of a daemon out of descriptors succeeded')
+            check('out of descriptors' in new.stderr, f'the successor says why: {new.stderr!r}')
+            t0 = cpu_ticks(m.proc.pid)
+            time.sleep(3)
+            busy = cpu_ticks(m.proc.pid) - t0
+            check(busy < 60, f'the old daemon spins: {busy} ticks of CPU in 3 s')
+        finally:
+            for fd in fds:
+                os.close(fd)
+        check(m.proc.poll() is None, 'the old daemon serves on')
+        check_eq(ufs.read_file(f'{m.mnt}/f'), b'kept', 'a read through the mount after')

@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 
 import ufs
 import ufs_sys
@@ -255,3 +256,66 @@ def shares_stay_per_caller():
                      'nobody opens during the flood')
             c.send('close')
             c.join(timeout=60)
+
+
+def iowq(tool, path, count, mode):
+    """tests/mount/helpers/iowq-drop.c as ufs-test: a process that used io_uring
+    as root, then dropped, calling through the io-wq worker made as root
+    (its own ids root's, the submitter's put over them)."""
+    pw = ufs.test_user()
+    r = subprocess.run([tool, str(pw.pw_uid), str(pw.pw_gid), path, str(count), mode],
+                       capture_output=True, text=True, timeout=60)
+    check_eq((r.returncode, r.stderr.strip()), (0, ''), f'iowq-drop {mode} {path}')
+    return r.stdout
+
+
+@case(mount=False, root=True, user=True)
+def worker_made_as_root_is_not_root():
+    """idmap=on: an io-wq worker made while its process was root shows root's
+    ids as its own, though it acts for the ufs-test the process became.  Read
+    through it, the control file shows none of the requests in flight (the
+    reader is unknown, and an unknown reader is nobody), not root's view:
+    not nobody's LOOKUP of a file held in flight (debug build, 3 s), which carries no
+    ids either; a plain root read lists it."""
+    ufs.require_debug_build()
+    tool = ufs.c_helper('helpers/iowq-drop.c', '-luring')
+    # /dev/fuse: its workers read requests side by side, so the held LOOKUP
+    # holds one of them, not a ring queue the reads behind it would share.
+    with ufs.Mount(opts='allow_other,idmap=on,io_uring=off', variant=False,
+                   env={'UFS_DEBUG_PAUSE': 'lookup:3000'}) as m:
+        require_idmap(m)
+        ufs.write_file(f'{m.src}/present', b'x', 0o644)
+        looker = subprocess.Popen(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+                                   'stat', f'{m.mnt}/present'], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 10
+            while not any(f'pid={looker.pid} ' in ln for ln in root_inflight(m)):
+                check(time.monotonic() < deadline, f'nobody\'s LOOKUP in flight: {root_inflight(m)}')
+                time.sleep(0.05)
+            text = iowq(tool, f'{m.mnt}/{ufs.CONTROL}', 1, 'read')
+            listed = [ln for ln in text.splitlines() if ln.startswith('inflight ')]
+            check_eq(listed, [], 'requests shown through the worker made as root')
+            check('inflight_withheld ' in text, f'an ordinary reader\'s view: {text[-300:]}')
+        finally:
+            looker.wait(timeout=30)
+
+
+def root_inflight(m):
+    with open(f'{m.mnt}/{ufs.CONTROL}') as f:
+        return [ln for ln in f.read().splitlines() if ln.startswith('inflight ')]
+
+
+@case(mount=False, root=True, user=True)
+def worker_made_as_root_meets_a_share():
+    """idmap=on: opens through an io-wq worker made as root are not root's
+    (never bounded): they meet a share of open_fds_per_user=8."""
+    ufs.require_daemon()
+    tool = ufs.c_helper('helpers/iowq-drop.c', '-luring')
+    with ufs.Mount(opts='allow_other,idmap=on,open_fds_per_user=8,io_path=copy') as m:
+        require_idmap(m)
+        ufs.write_file(f'{m.src}/f', b'x', 0o644)
+        got = dict(ln.split(' ', 1) for ln in iowq(tool, f'{m.mnt}/f', 64, 'open').splitlines())
+        made, err = got['made'].split(' err ')
+        check(int(made) <= 8 and err == str(errno.EMFILE),
+              f'opens through the worker: {made}, errno {err}; a share is 8')

@@ -8,10 +8,13 @@
  * process drops to UID:GID, and runs the process's io_uring calls from then
  * on as UID:GID with root's capabilities as its own.
  *
- * usage: iowq-drop UID GID PATH COUNT
- * Links PATH to PATH.0 .. PATH.COUNT-1 through the worker (long names: a
- * directory block every few), stopping at the first error, and prints
- * "worker TID", then "made N err ERRNO" ("err 0" when all were made).
+ * usage: iowq-drop UID GID PATH COUNT [link|open|read]
+ * link (the default): links PATH to PATH.0 .. PATH.COUNT-1 through the
+ * worker (long names: a directory block every few), stopping at the first
+ * error, and prints "worker TID", then "made N err ERRNO" ("err 0" when
+ * all were made).  open: opens PATH COUNT times, holding each, and prints
+ * "made N err ERRNO" the same way.  read: opens PATH through the worker and
+ * prints what one read(2) of it gives (COUNT is ignored).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -65,6 +68,53 @@ static long worker_tid(void)
 	return tid;
 }
 
+static int open_async(const char *path)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+
+	io_uring_prep_openat(s, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	return run_async(s);
+}
+
+/* open: PATH count times, held; read: PATH's first 64 KiB to stdout, opened by the worker. */
+static int other_mode(const char *mode, const char *path, int count)
+{
+	static char buf[65536];
+	int i, res = 0;
+
+	if (!strcmp(mode, "open")) {
+		for (i = 0; i < count && (res = open_async(path)) >= 0; i++)
+			;
+		printf("made %d err %d\n", i, res < 0 ? -res : 0);
+		return 0;
+	}
+	if (strcmp(mode, "read")) {
+		fprintf(stderr, "iowq-drop: unknown mode %s\n", mode);
+		return 2;
+	}
+	/*
+	 * Opened through the worker, read with read(2): an io_uring read is an
+	 * async kiocb, which the kernel stops at i_size on a FOPEN_DIRECT_IO
+	 * file (fs/fuse/file.c: fuse_direct_IO), and the control file's is 0.
+	 */
+	res = open_async(path);
+	if (res >= 0) {
+		int fd = res;
+
+		res = read(fd, buf, sizeof(buf));
+		if (res < 0)
+			res = -errno;
+		else
+			fwrite(buf, 1, res, stdout);
+		close(fd);
+	}
+	if (res < 0) {
+		fprintf(stderr, "iowq-drop: %s: %s\n", path, strerror(-res));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char name[4096];
@@ -72,8 +122,8 @@ int main(int argc, char **argv)
 	uid_t uid;
 	gid_t gid;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: iowq-drop UID GID PATH COUNT\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: iowq-drop UID GID PATH COUNT [link|open|read]\n");
 		return 2;
 	}
 	uid = atoi(argv[1]);
@@ -97,6 +147,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("worker %ld\n", worker_tid());
+	if (argc == 6 && strcmp(argv[5], "link"))
+		return other_mode(argv[5], argv[3], count);
 	for (i = 0; i < count; i++) {
 		struct io_uring_sqe *s = io_uring_get_sqe(&ring);
 
