@@ -863,9 +863,13 @@ def naming(path):
 
 
 def killed_auto_unmount_gone(m, what):
-    """m's daemon is dead: once its helpers ended (20 s at most), no mount stays."""
+    """m's daemon is dead: within 20 s its helpers end and its mount goes,
+    for good (a process in the middle of exec may show no arguments for a
+    moment: five looks 50 ms apart must find neither)."""
     deadline = time.monotonic() + 20
-    while naming(m.mnt) and time.monotonic() < deadline:
+    quiet = 0
+    while quiet < 5 and time.monotonic() < deadline:
+        quiet = 0 if naming(m.mnt) or ufs.mount_entry(m.mnt) else quiet + 1
         time.sleep(0.05)
     check(not naming(m.mnt), f'{what}: processes for the mount still run after 20 s')
     check(ufs.mount_entry(m.mnt) is None, f'{what}: the mount of the killed daemon stayed')
