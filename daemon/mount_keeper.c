@@ -12,10 +12,13 @@
  * lives: fusermount3 can always send; the keeper passes the descriptor on
  * over a socket of its own with the daemon; when that socket closes (the
  * daemon exited or was killed, at any point) the keeper exits, closing
- * fusermount3's socket, and fusermount3 unmounts a mount nobody serves.
+ * fusermount3's socket, and fusermount3 unmounts a mount nobody serves
+ * (for an ordinary user the keeper does, first: keeper_unmount_dead).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +71,29 @@ static int keeper_send(int sock, int fd, const char *failure)
 }
 
 /*
+ * After the daemon, as its user: a mount it left dead (ENOTCONN; served by
+ * a successor, or gone, it opens) detached as fusermount3 would.  For an
+ * ordinary user's mount without allow_other, fusermount3 3.14 cannot tell:
+ * it looks as root, whom the kernel refuses (EACCES; 3.15 looks again as
+ * the owner).  As root fusermount3 does it itself.
+ */
+static void keeper_unmount_dead(const char *mountpoint)
+{
+	char *argv[] = { "fusermount3", "-u", "-z", "-q", "--", (char *)mountpoint, NULL };
+	pid_t pid;
+	int fd;
+
+	fd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	if (fd >= 0 || errno != ENOTCONN)
+		return;
+	if (!posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ))
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+/*
  * The keeper: nothing of the daemon's but its socket (and stdio) stays
  * open; libfuse's end of fusermount3's socket stays open until it exits.
  */
@@ -95,8 +121,11 @@ keeper_run(int sock, struct fuse_session *se, const char *mountpoint)
 		ssize_t n = recv(sock, &c, 1, 0);
 
 		if (!n || (n < 0 && errno != EINTR))
-			_exit(0);
+			break;
 	}
+	if (geteuid())
+		keeper_unmount_dead(mountpoint);
+	_exit(0);
 }
 
 static int keeper_receive(int sock, char *why, size_t len)

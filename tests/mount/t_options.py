@@ -904,6 +904,24 @@ def own_auto_unmount():
             m.abort()
 
 
+@case(mount=False, user=True)
+def own_auto_unmount_as_user():
+    """auto_unmount: an ordinary user's killed daemon's mount (no
+    allow_other) goes away by itself too: fusermount3 3.14, looking as
+    root, cannot see that it is dead; the daemon's keeper can."""
+    ufs.require_daemon()
+    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'auto_unmount'), user=ufs.TEST_USER,
+                  variant=False)
+    m.start()
+    try:
+        wait_serving(m)
+        m.proc.kill()
+        m.proc.wait(10)
+        killed_auto_unmount_gone(m, 'a user daemon killed serving')
+    finally:
+        m.abort()
+
+
 @case(mount=False)
 def own_auto_unmount_killed_while_mounting():
     """auto_unmount: a daemon killed while fusermount3 mounts, before the
