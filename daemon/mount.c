@@ -163,6 +163,8 @@ static int parse_one(char *opt, struct ufs_config *cfg, struct ufs_mount_opts *m
 	}
 	if (value && !strcmp(opt, "subtype"))
 		return 0;	/* the one the daemon sets anyway */
+	if (!value && !strcmp(opt, "auto_unmount"))
+		mo->auto_unmount = true;	/* and on to the kernel below */
 	if (value && !strcmp(opt, "blksize")) {
 		error_set(err, "mount option blksize=%s: only a fuseblk mount takes it, and "
 			       "uringfs is not one", value);
@@ -662,9 +664,21 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 		goto out;
 	}
 	mount_failure[0] = '\0';
-	mount_failure_catch = true;
-	ret = fuse_session_mount(m->se, mountpoint);
-	mount_failure_catch = false;
+	if (mo->auto_unmount) {
+		/* The session's mount is the keeper's: ours has none to undo. */
+		m->fd = ufs_mount_keeper_start(&m->keeper, m->se, mountpoint, mount_failure,
+					       sizeof(mount_failure));
+		ret = m->fd < 0 ? -1 : 0;
+	} else {
+		mount_failure_catch = true;
+		ret = fuse_session_mount(m->se, mountpoint);
+		mount_failure_catch = false;
+		m->fd = ret ? -1 : fuse_session_fd(m->se);
+	}
+	if (!ret && mo->auto_unmount) {
+		fuse_session_destroy(m->se);
+		m->se = NULL;
+	}
 	if (ret) {
 		/* One line, naming the options the kernel may have refused. */
 		error_set(err, "cannot mount %s on %s with options %s: %s", source, mountpoint,
@@ -674,16 +688,12 @@ int ufs_mount(struct ufs_mount *m, const char *source, const char *mountpoint,
 		ret = -EIO;
 		goto out;
 	}
-	m->fd = fuse_session_fd(m->se);
 	snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", mountpoint);
 	mount_identify(m);
 	ret = mo->nosymfollow ? mount_set_nosymfollow(m, err) : 0;
 	if (ret) {
-		fuse_session_unmount(m->se);
-		fuse_session_destroy(m->se);
-		m->se = NULL;
-		m->fd = -1;
-		m->mountpoint[0] = '\0';
+		ufs_unmount(m);
+		ufs_mount_release(m);
 	}
 out:
 	if (ret == -ENOMEM)
@@ -700,7 +710,7 @@ void ufs_unmount(struct ufs_mount *m)
 		fuse_session_unmount(m->se);
 		m->mountpoint[0] = '\0';
 	} else if (!m->se && m->mountpoint[0] && m->conn_id) {
-		/* Taken over, no libfuse session: as libfuse would (lazily, as root). */
+		/* Taken over or kept, no libfuse session: as libfuse would (lazily, as root). */
 		if (ufs_mount_listed(m) && ufs_mount_detach(m))
 			ufs_warn("cannot unmount %s: %m", m->real);
 		m->mountpoint[0] = '\0';
@@ -713,5 +723,9 @@ void ufs_mount_release(struct ufs_mount *m)
 		fuse_session_destroy(m->se);
 		m->se = NULL;
 		m->fd = -1;
+	} else if (m->keeper.pid) {
+		close(m->fd);
+		m->fd = -1;
+		ufs_mount_keeper_release(&m->keeper);
 	}
 }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "mount_keeper.h"
 
 struct fuse_session;
 
@@ -23,6 +24,7 @@ struct ufs_mount_opts {
 	bool nodiratime;	/* backing directories are */
 	bool suid;		/* set-id bits take effect at exec through the mount */
 	bool nosymfollow;	/* MOUNT_ATTR_NOSYMFOLLOW, set after the mount */
+	bool auto_unmount;	/* fusermount3 stays to unmount: mounted by a keeper */
 	bool remount;		/* mount(8)'s -o remount: no daemon (remount.c) */
 };
 
@@ -44,7 +46,8 @@ int ufs_mount_opts_each(const char *optstr, int (*fn)(char *word, void *arg), vo
 
 struct ufs_mount {
 	struct fuse_session *se;
-	int fd;			/* /dev/fuse, owned by libfuse's session */
+	int fd;			/* /dev/fuse, owned by libfuse's session (or ours: keeper) */
+	struct ufs_mount_keeper keeper;	/* auto_unmount's (mount_keeper.h), no session */
 	char mountpoint[PATH_MAX];	/* as given; "" once unmounted */
 	char real[PATH_MAX];	/* its real path, as mountinfo spells it */
 	unsigned int conn_id;	/* /sys/fs/fuse/connections/<id>: the device minor */

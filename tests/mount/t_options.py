@@ -19,6 +19,7 @@ the option.  Probes that compare with the defaults use the `base` mount.
 import collections
 import errno
 import os
+import random
 import re
 import signal
 import subprocess
@@ -834,26 +835,140 @@ def own_selinux_contexts():
         run_own(w, WORDS[w].check)
 
 
+def descendants(pid):
+    """The processes below pid (the children of each of its threads, and theirs)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f'/proc/{parent}/task')
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f'/proc/{parent}/task/{task}/children') as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def signal_all(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def naming(path):
+    """The live processes (no zombies) whose arguments name path: a daemon
+    for it, its mount's keeper, fusermount3 mounting or waiting to unmount."""
+    want = os.fsencode(path)
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                if want in f.read().split(b'\0'):
+                    with open(f'/proc/{pid}/stat') as f:
+                        if f.read().rsplit(')', 1)[1].split()[0] != 'Z':
+                            found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def killed_auto_unmount_gone(m, what):
+    """m's daemon is dead: within 20 s its helpers end and its mount goes,
+    for good (a process in the middle of exec may show no arguments for a
+    moment: five looks 50 ms apart must find neither)."""
+    deadline = time.monotonic() + 20
+    quiet = 0
+    while quiet < 5 and time.monotonic() < deadline:
+        quiet = 0 if naming(m.mnt) or ufs.mount_entry(m.mnt) else quiet + 1
+        time.sleep(0.05)
+    check(not naming(m.mnt), f'{what}: processes for the mount still run after 20 s')
+    check(ufs.mount_entry(m.mnt) is None, f'{what}: the mount of the killed daemon stayed')
+
+
+def auto_unmount_spawned():
+    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'auto_unmount'), variant=False)
+    for d in (m.src, m.mnt):
+        os.makedirs(d, exist_ok=True)
+    m._spawn()
+    return m
+
+
 @case(mount=False)
 def own_auto_unmount():
-    """auto_unmount: a killed daemon's mount goes away by itself."""
+    """auto_unmount: a killed daemon's mount goes away by itself, whenever
+    it is killed: at a random point of its first 300 ms (its start-up:
+    mounting, INIT, the ring's registration) or once it serves."""
     ufs.require_daemon()
-    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'auto_unmount'), variant=False)
+    for when in ('start-up', 'serving'):
+        m = auto_unmount_spawned()
+        try:
+            if when == 'serving':
+                m._wait_mounted()
+                wait_serving(m)
+            else:
+                time.sleep(random.uniform(0, 0.3))
+            m.proc.kill()
+            m.proc.wait(10)
+            killed_auto_unmount_gone(m, f'killed {when}')
+        finally:
+            m.abort()
+
+
+@case(mount=False, user=True)
+def own_auto_unmount_as_user():
+    """auto_unmount: an ordinary user's killed daemon's mount (no
+    allow_other) goes away by itself too: fusermount3 3.14, looking as
+    root, cannot see that it is dead; the daemon's keeper can."""
+    ufs.require_daemon()
+    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'auto_unmount'), user=ufs.TEST_USER,
+                  variant=False)
     m.start()
     try:
-        # Killed once it serves: a kill in the middle of fusermount3's
-        # hand-off left the mount behind once in the emulated 7.3 guest
-        # (fr40), not reproduced on the host; auto_unmount's promise is
-        # for a daemon that served.
         wait_serving(m)
-        m.proc.send_signal(signal.SIGKILL)
+        m.proc.kill()
         m.proc.wait(10)
-        deadline = time.monotonic() + 20
-        while ufs.mount_entry(m.mnt) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        check(ufs.mount_entry(m.mnt) is None, 'the mount of a killed daemon stayed')
+        killed_auto_unmount_gone(m, 'a user daemon killed serving')
     finally:
         m.abort()
+
+
+@case(mount=False)
+def own_auto_unmount_killed_while_mounting():
+    """auto_unmount: a daemon killed while fusermount3 mounts, before the
+    /dev/fuse descriptor reached it, leaves no mount.  Its helpers (the
+    fork that runs fusermount3, fusermount3 itself) are stopped the moment
+    they show, the daemon is killed, and they go on: fusermount3 then mounts
+    for a daemon that is gone (libfuse 3.14's fusermount3 exits without
+    unmounting when it cannot hand the descriptor over).  At most 25 runs
+    in 20 s, each stopping them at a random point of their first 3 ms."""
+    ufs.require_daemon()
+    deadline = time.monotonic() + 20
+    runs = 0
+    while time.monotonic() < deadline and runs < 25:
+        runs += 1
+        m = auto_unmount_spawned()
+        try:
+            delay = time.monotonic() + random.uniform(0, 0.003)
+            helpers = []
+            while m.proc.poll() is None and time.monotonic() < deadline:
+                helpers = descendants(m.pid)
+                if helpers and time.monotonic() >= delay:
+                    break
+            signal_all(helpers, signal.SIGSTOP)
+            m.proc.kill()
+            m.proc.wait(10)
+            signal_all(helpers, signal.SIGCONT)
+            killed_auto_unmount_gone(m, f'run {runs}')
+        finally:
+            m.abort()
 
 
 @case(mount=False, user=True)
