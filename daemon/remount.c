@@ -85,19 +85,6 @@ static int remount_word(char *word, void *arg)
 	return 0;
 }
 
-/* Is word among the comma-separated words of list (mountinfo's, unescaped)? */
-static bool has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-
-	for (const char *p = list; p; p = strchr(p, ',')) {
-		p += *p == ',';
-		if (!strncmp(p, word, n) && (p[n] == ',' || !p[n]))
-			return true;
-	}
-	return false;
-}
-
 static int refuse(const char *mountpoint, const char *word, const char *why)
 {
 	fprintf(stderr,
@@ -111,7 +98,7 @@ static int refuse(const char *mountpoint, const char *word, const char *why)
 static int remount_flags(const char *mountpoint, const struct remount_words *w, const char *opts,
 			 const char *super, unsigned long *ms)
 {
-	bool nosuid_now = has_word(opts, "nosuid"), noatime_now = has_word(opts, "noatime");
+	bool nosuid_now = ufs_words_have(opts, "nosuid"), noatime_now = ufs_words_have(opts, "noatime");
 	bool nosuid = w->nosuid == ABSENT ? nosuid_now : w->nosuid == ON;
 
 	if (nosuid_now && !nosuid)
@@ -120,7 +107,7 @@ static int remount_flags(const char *mountpoint, const struct remount_words *w, 
 	if (w->noatime != ABSENT && (w->noatime == ON) != noatime_now)
 		return refuse(mountpoint, noatime_now ? "atime" : "noatime",
 			      "the daemon keeps atime by how it opens the backing files");
-	if ((w->dirsync == ON) != has_word(super, "dirsync"))
+	if ((w->dirsync == ON) != ufs_words_have(super, "dirsync"))
 		return refuse(mountpoint, "dirsync", "the kernel keeps it as mounted");
 	*ms = w->ms | (nosuid ? MS_NOSUID : 0) | (w->noatime == ON ? MS_NOATIME : 0);
 	return 0;

@@ -128,8 +128,7 @@ static const char *field(const char *text, const char *name, char *buf, size_t l
 	return buf;
 }
 
-/* Is word one of list's comma-separated words? */
-static bool in_words(const char *list, const char *word)
+bool ufs_words_have(const char *list, const char *word)
 {
 	size_t n = strlen(word);
 
@@ -214,7 +213,7 @@ static int check_word(char *word, void *arg)
 	size_t n = value ? (size_t)(value - word) : strlen(word);
 
 	/* The kernel's own view of the mount: allow_other, user_id=0, max_read=... */
-	if (!*word || in_words(c->super, word) || n >= sizeof(key))
+	if (!*word || ufs_words_have(c->super, word) || n >= sizeof(key))
 		return 0;
 	memcpy(key, word, n);
 	key[n] = '\0';
@@ -224,7 +223,7 @@ static int check_word(char *word, void *arg)
 	if (value && in_list(kernel_keys, key)) {
 		if (!c->text)
 			return unknown(c, word);
-		if ((field(c->text, "kernel", buf, sizeof(buf)) && in_words(buf, word)) ||
+		if ((field(c->text, "kernel", buf, sizeof(buf)) && ufs_words_have(buf, word)) ||
 		    (!strcmp(key, "fsname") && field(c->text, "source", buf, sizeof(buf)) &&
 		     !strcmp(buf, value)))
 			return 0;

@@ -7,6 +7,8 @@
 #ifndef UFS_RUNNING_H
 #define UFS_RUNNING_H
 
+#include <stdbool.h>
+
 #include "config.h"
 #include "mount.h"
 
@@ -30,5 +32,8 @@ void ufs_running_forget(const char *real, unsigned int conn_id);
  * with one line on stderr naming the first that does not.
  */
 int ufs_running_check(const char *mountpoint, long conn, const char *super, const char *optstr);
+
+/* Is word one of list's comma-separated words (mountinfo's options, unescaped)? */
+bool ufs_words_have(const char *list, const char *word);
 
 #endif /* UFS_RUNNING_H */

@@ -64,6 +64,14 @@ def new_binary(m):
     return path
 
 
+def start_successor(m):
+    """uringfs --take-over of m by a copy of its daemon, logging to m's log."""
+    cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
+    with open(m.log, 'ab') as log:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def empty_config():
     path = os.path.join(ufs.run_dir(), 'empty.conf')
     if not os.path.exists(path):
@@ -81,10 +89,7 @@ def takeover_under_load():
         try:
             time.sleep(LOAD_SECONDS / 3)
             old = m.proc
-            cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
-            with open(m.log, 'ab') as log:
-                new = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+            new = start_successor(m)
             check_eq(old.wait(timeout=60), 0, 'the old daemon\'s exit status' + m.log_tail())
             m.proc = new
             check(ufs_load.wait_for(lambda: m.stats()['restarts'] == 1, 30),
@@ -124,10 +129,7 @@ def takeover_during_copies():
             try:
                 time.sleep(1.5)
                 old = m.proc
-                cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
-                with open(m.log, 'ab') as log:
-                    new = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True)
+                new = start_successor(m)
                 check_eq(old.wait(timeout=60), 0, 'the old daemon\'s exit status' + m.log_tail())
                 m.proc = new
             finally:
@@ -152,11 +154,8 @@ def unmount_while_predecessor_leaves():
     with ufs.Mount(env={'UFS_DEBUG_PAUSE': 'handed_over:30000'}) as m:
         ufs.write_file(f'{m.mnt}/f', b'before the take-over')
         old = m.proc
-        cmd = [new_binary(m), '-f', '--config', empty_config(), '--take-over', m.mnt]
         try:
-            with open(m.log, 'ab') as log:
-                m.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+            m.proc = start_successor(m)
             check(ufs_load.wait_for(lambda: 'handed ' in m.log_text(), 30),
                   'the old daemon did not hand over' + m.log_tail())
             check_eq(ufs.read_file(f'{m.mnt}/f'), b'before the take-over', 'the file after it')
@@ -496,10 +495,7 @@ def byte_locked(path, start):
 def take_over(m):
     """--take-over by a new binary; the new daemon serves when it returns."""
     old = m.proc
-    with open(m.log, 'ab') as log:
-        new = subprocess.Popen([new_binary(m), '-f', '--config', empty_config(), '--take-over',
-                                m.mnt], stdin=subprocess.DEVNULL, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    new = start_successor(m)
     deadline = time.monotonic() + 60
     while old.poll() is None and new.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
