@@ -213,65 +213,79 @@ static int status_own_ids(const struct ufs_req *req, struct own_ids_parse *p)
 #define PF_IO_WORKER_FLAG 0x00000010	/* include/linux/sched.h: PF_IO_WORKER */
 #define PF_KTHREAD_FLAG 0x00200000	/* PF_KTHREAD */
 
-/*
- * Is thread tid an io_uring worker or a kernel thread (its flags, the ninth
- * field of /proc/TID/stat)?  An io-wq worker runs its process's calls with
- * the submitter's credentials put over its own, and keeps the ones it was
- * made with: a process that dropped root has workers that show root's.
- * Unreadable counts as one.
- */
-static bool thread_acts_for_others(unsigned int tid)
+/* Thread tid's flags, the ninth field of /proc/TID/stat: 0, or -errno. */
+static int thread_flags(unsigned int tid, unsigned long *flags)
 {
 	char path[48], buf[512], *p;
-	unsigned long flags = 0;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true;
+		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
+		return -EIO;
 	buf[n] = '\0';
 	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags": comm may hold anything */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
-		return true;
-	return flags & (PF_IO_WORKER_FLAG | PF_KTHREAD_FLAG);
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", flags) != 1)
+		return -EIO;
+	return 0;
+}
+
+/* The fsuid and fsgid of a thread by PIDFD_GET_INFO (6.13): 0, or -errno. */
+static int pidfd_ids(unsigned int tid, unsigned int flags, struct ufs_pidfd_info *info)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, flags), ret;
+
+	if (fd < 0)
+		return -errno;
+	info->mask = UFS_PIDFD_INFO_PID | UFS_PIDFD_INFO_CREDS;
+	ret = ioctl(fd, UFS_PIDFD_GET_INFO, info) ? -errno : 0;
+	close(fd);
+	if (!ret && !(info->mask & UFS_PIDFD_INFO_CREDS))
+		ret = -EOPNOTSUPP;
+	return ret;
 }
 
 int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
 {
-	struct ufs_pidfd_info info = { .mask = UFS_PIDFD_INFO_PID | UFS_PIDFD_INFO_CREDS };
+	struct ufs_pidfd_info info;
 	struct own_ids_parse p = { .found = 0 };
-	int fd, ret = -EOPNOTSUPP;
-	bool leader = false;
+	unsigned long flags = 0;
+	int ret;
 
 	if (!req->in->pid)
 		return -ESRCH;
-	fd = (int)syscall(SYS_pidfd_open, req->in->pid, PIDFD_THREAD);
-	if (fd < 0)
-		return -errno;
-	if (!ioctl(fd, UFS_PIDFD_GET_INFO, &info) && (info.mask & UFS_PIDFD_INFO_CREDS)) {
-		p.uid = info.fsuid;
-		p.gid = info.fsgid;
-		/* kthreadd (pid 2 of the initial namespace) and its children */
-		p.kthread = info.pid == 2 || info.ppid == 2;
-		leader = info.pid == info.tgid;
-		ret = 0;
+	ret = pidfd_ids(req->in->pid, PIDFD_THREAD, &info);
+	if (!ret && info.pid != info.tgid && !thread_flags(info.pid, &flags) &&
+	    (flags & PF_IO_WORKER_FLAG))
+		/*
+		 * An io-wq worker keeps the credentials it was made with (root's,
+		 * in a process that dropped root since) and runs each call with
+		 * its submitter's put over them: its process's, which the thread
+		 * group's leader shows.  A personality registered on the ring
+		 * shows as the leader too: a key, and the leader's own right.
+		 */
+		ret = pidfd_ids(info.tgid, 0, &info);
+	if (!ret && (flags & PF_KTHREAD_FLAG || info.pid == 2 || info.ppid == 2))
+		return -EPERM;	/* kthreadd's: nfsd acts with its client's credentials */
+	if (!ret) {
+		*uid = info.fsuid;
+		*gid = info.fsgid;
+		return 0;
 	}
-	close(fd);
-	if (ret)
-		ret = status_own_ids(req, &p);
+	if (ret != -EOPNOTSUPP && ret != -ENOTTY && ret != -EINVAL)
+		return ret;
+	/* A kernel before 6.13 (FUSE_ALLOW_IDMAP came in 6.12): the status file. */
+	ret = status_own_ids(req, &p);
 	if (ret)
 		return ret;
-	if (p.kthread)
-		return -EPERM;
-	/* Not the thread group's leader: perhaps an io-wq worker (never the leader). */
-	if (!leader && thread_acts_for_others(req->in->pid))
+	if (p.kthread || thread_flags(req->in->pid, &flags) ||
+	    (flags & (PF_IO_WORKER_FLAG | PF_KTHREAD_FLAG)))
 		return -EPERM;
 	*uid = p.uid;
 	*gid = p.gid;

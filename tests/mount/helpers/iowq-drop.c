@@ -12,8 +12,8 @@
  * link (the default): links PATH to PATH.0 .. PATH.COUNT-1 through the
  * worker (long names: a directory block every few), stopping at the first
  * error, and prints "worker TID", then "made N err ERRNO" ("err 0" when
- * all were made).  open: opens PATH COUNT times, holding each, and prints
- * "made N err ERRNO" the same way.  read: opens PATH through the worker and
+ * all were made).  open: opens PATH COUNT times, holding each, prints
+ * "made N err ERRNO" the same way, and holds them until a line on stdin.  read: opens PATH through the worker and
  * prints what one read(2) of it gives (COUNT is ignored).
  */
 #define _GNU_SOURCE
@@ -86,6 +86,9 @@ static int other_mode(const char *mode, const char *path, int count)
 		for (i = 0; i < count && (res = open_async(path)) >= 0; i++)
 			;
 		printf("made %d err %d\n", i, res < 0 ? -res : 0);
+		/* Held until a line comes on stdin (or it ends). */
+		fflush(stdout);
+		getchar();
 		return 0;
 	}
 	if (strcmp(mode, "read")) {
