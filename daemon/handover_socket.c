@@ -409,7 +409,8 @@ static void refuse_out_of_fds(struct ufs_daemon *d, int listen_fd, int err)
 			unsigned int nfds = 0;
 
 			/* Its HELLO first: a close before it is read is EPIPE to its send. */
-			if (!recv_msg(sock, &m, fds, &nfds, 5000) && m.type == MSG_HELLO)
+			if (peer_is_us(sock) && !recv_msg(sock, &m, fds, &nfds, 1000) &&
+			    m.type == MSG_HELLO)
 				send_type(sock, MSG_FAIL, why);
 			for (unsigned int i = 0; i < nfds; i++)
 				close(fds[i]);

@@ -126,7 +126,7 @@ static int loop_timeout(int64_t grace_deadline, int64_t next_status)
 
 void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
 	bool fatal_seen = false;
 	int64_t grace_deadline = -1, next_status = -1;
 	int interval = ufs_notify_interval_ms(&d->notify);
@@ -138,13 +138,16 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 	/* A successor asking for the mount (handover_socket.c), and a start finding it served. */
 	pfd[2].fd = listen_fd;
 	pfd[2].events = POLLIN;
+	/* auto_unmount's keeper (mount_keeper.c): its socket ends when it does. */
+	pfd[3].fd = d->mnt.keeper.pid ? d->mnt.keeper.sock : -1;
+	pfd[3].events = POLLIN;
 
 	while (__atomic_load_n(&d->workers_running, __ATOMIC_ACQUIRE) > 0) {
 		int n;
 
 		if (interval > 0 && next_status < 0)
 			next_status = now_ms() + interval;
-		n = poll(pfd, 3, loop_timeout(grace_deadline, next_status));
+		n = poll(pfd, 4, loop_timeout(grace_deadline, next_status));
 		if (grace_deadline >= 0 && now_ms() >= grace_deadline) {
 			ufs_warn("still in use %d ms after unmounting: aborting the connection",
 				 SHUTDOWN_GRACE_MS);
@@ -176,6 +179,12 @@ void ufs_main_loop(struct ufs_daemon *d, const sigset_t *sigs, int listen_fd)
 			/* A worker saw the connection end: lock waits and copies are moot. */
 			ufs_wait_interrupt_all(&d->fs.waits);
 			ufs_copy_interrupt_all(&d->fs.copies);
+		}
+		if (pfd[3].revents) {
+			ufs_warn("auto_unmount: the mount's keeper (pid %d) ended: if this daemon "
+				 "dies now, its mount stays (unmount it with fusermount3 -u)",
+				 (int)d->mnt.keeper.pid);
+			pfd[3].fd = -1;
 		}
 		if ((pfd[2].revents & POLLIN) && grace_deadline == -1 &&
 		    ufs_handover_serve(d, pfd[2].fd))

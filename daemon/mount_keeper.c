@@ -93,6 +93,17 @@ static void keeper_unmount_dead(const char *mountpoint)
 			;
 }
 
+/* Descriptor target reads and writes nothing from now on. */
+static void null_stdio(int target)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0 && fd != target) {
+		dup2(fd, target);
+		close(fd);
+	}
+}
+
 /*
  * The keeper: nothing of the daemon's but its socket (and stdio) stays
  * open; libfuse's end of fusermount3's socket stays open until it exits.
@@ -107,12 +118,23 @@ keeper_run(int sock, struct fuse_session *se, const char *mountpoint)
 	if (sock > 3)
 		close_range(3, (unsigned int)sock - 1, 0);
 	close_range((unsigned int)sock + 1, ~0U, 0);
+	/*
+	 * A session of its own: a signal to the caller's process group (a
+	 * shell's ^C, kill -PGID) leaves auto_unmount's keeper alone.  Its
+	 * stdin and stdout are nothing, its stderr the caller's only while
+	 * fusermount3 may say why a mount failed: a caller reading the
+	 * daemon's output to its end must not wait for the keeper's.
+	 */
+	setsid();
+	null_stdio(STDIN_FILENO);
+	null_stdio(STDOUT_FILENO);
 	fuse_set_log_func(keeper_log);
 	if (fuse_session_mount(se, mountpoint)) {
 		keeper_send(sock, -1,
 			    keeper_failure[0] ? keeper_failure : "libfuse gave no reason");
 		_exit(1);
 	}
+	null_stdio(STDERR_FILENO);
 	fd = fuse_session_fd(se);
 	/* A daemon gone by now: this end closes below, and fusermount3 unmounts. */
 	keeper_send(sock, fd, "");

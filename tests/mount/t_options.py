@@ -24,6 +24,7 @@ import re
 import signal
 import subprocess
 import time
+import types
 
 import ufs
 from ufs import case, check, check_eq, cpu_list, thread_cpus
@@ -994,3 +995,69 @@ def nosymfollow_refused_for_a_user():
     check_eq(len(lines), 1, f'error lines ({lines})')
     check('nosymfollow' in lines[0], f'the error does not name nosymfollow: {lines[0]!r}')
     check(ufs.mount_entry(m.mnt) is None, 'the mount stayed')
+
+
+def keeper_of(mnt):
+    """The pid of the uringfs-keeper whose command line names mnt, or None."""
+    for pid in naming(mnt):
+        try:
+            with open(f'/proc/{pid}/comm') as f:
+                if f.read().strip() == 'uringfs-keeper':
+                    return pid
+        except OSError:
+            pass
+    return None
+
+
+@case(mount=False)
+def own_auto_unmount_detached_leaves_the_caller():
+    """auto_unmount without -f: the daemon's keeper neither holds the
+    caller's output (a caller reading it to its end, out=$(uringfs ...),
+    waited for the unmount, review 48) nor stays in its session (a kill of
+    the caller's process group would take auto_unmount away)."""
+    ufs.require_daemon()
+    cfg = ufs.config()
+    base = ufs.scratch_dir('au-detach')
+    src, mnt = f'{base}/src', f'{base}/mnt'
+    os.makedirs(src)
+    os.makedirs(mnt)
+    try:
+        got = subprocess.run([cfg.daemon, '--config', '/dev/null', '-o',
+                              ufs.join_opts(cfg.opts, 'auto_unmount'), src, mnt],
+                             capture_output=True, text=True, timeout=60)
+        check_eq((got.returncode, got.stdout, got.stderr), (0, '', ''),
+                 'the detaching daemon returns at once, saying nothing')
+        check(ufs.mount_entry(mnt) is not None, 'mounted')
+        keeper = keeper_of(mnt)
+        check(keeper is not None, f'a keeper runs for the mount: {naming(mnt)}')
+        check(os.getsid(keeper) == keeper, 'the keeper leads a session of its own')
+        for fd in (0, 1, 2):
+            check_eq(os.readlink(f'/proc/{keeper}/fd/{fd}'), '/dev/null', f'the keeper\'s fd {fd}')
+    finally:
+        subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
+        killed_auto_unmount_gone(types.SimpleNamespace(mnt=mnt), 'after the unmount')
+
+
+@case(mount=False)
+def own_auto_unmount_keeper_killed_is_said():
+    """auto_unmount: the keeper killed alone takes auto_unmount away (the
+    mount is served, so fusermount3 leaves without unmounting): the daemon
+    says so, once, and serves on (it went unsaid, review 48)."""
+    ufs.require_daemon()
+    m = ufs.Mount(opts=ufs.join_opts(ufs.config().opts, 'auto_unmount'), variant=False)
+    m.start()
+    try:
+        wait_serving(m)
+        keeper = keeper_of(m.mnt)
+        check(keeper is not None, f'a keeper runs for the mount: {naming(m.mnt)}')
+        os.kill(keeper, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while 'keeper (pid' not in m.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(f'the mount\'s keeper (pid {keeper}) ended' in m.log_text(),
+              'the daemon says the keeper ended' + m.log_tail())
+        ufs.write_file(f'{m.mnt}/after', b'served')
+        check_eq(ufs.read_file(f'{m.src}/after'), b'served', 'the mount is served after')
+        m.stop()
+    finally:
+        m.abort()
