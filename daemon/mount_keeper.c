@@ -13,7 +13,7 @@
  * over a socket of its own with the daemon; when that socket closes (the
  * daemon exited or was killed, at any point) the keeper exits, closing
  * fusermount3's socket, and fusermount3 unmounts a mount nobody serves
- * (for an ordinary user the keeper does, first: keeper_unmount_dead).
+ * (the keeper looks first, and detaches a dead one: keeper_unmount_dead).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,7 +75,11 @@ static int keeper_send(int sock, int fd, const char *failure)
  * a successor, or gone, it opens) detached as fusermount3 would.  For an
  * ordinary user's mount without allow_other, fusermount3 3.14 cannot tell:
  * it looks as root, whom the kernel refuses (EACCES; 3.15 looks again as
- * the owner).  As root fusermount3 does it itself.
+ * the owner).  And fusermount3 may look too early: the daemon's socket
+ * closes as it exits, before its /dev/fuse descriptors and rings are let
+ * go, while the connection still lives (seen in the emulated 7.3 guest).
+ * The open here waits for the connection's end (its OPENDIR is answered by
+ * nobody until then), so it sees what fusermount3 may not.
  */
 static void keeper_unmount_dead(const char *mountpoint)
 {
@@ -145,8 +149,7 @@ keeper_run(int sock, struct fuse_session *se, const char *mountpoint)
 		if (!n || (n < 0 && errno != EINTR))
 			break;
 	}
-	if (geteuid())
-		keeper_unmount_dead(mountpoint);
+	keeper_unmount_dead(mountpoint);
 	_exit(0);
 }
 

@@ -46,7 +46,8 @@ fuzz_headers = \
 	$(FUZZ_DAEMON)/init_negotiate.h
 fuzz_decode_daemon = $(FUZZ_DAEMON)/decode.c
 fuzz_config_daemon = $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/config_check.c $(FUZZ_DAEMON)/config_file.c $(FUZZ_DAEMON)/log.c
-fuzz_mountopts_daemon = $(FUZZ_DAEMON)/mount.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c
+fuzz_mountopts_daemon = $(FUZZ_DAEMON)/mount.c $(FUZZ_DAEMON)/mount_keeper.c $(FUZZ_DAEMON)/config.c \
+	$(FUZZ_DAEMON)/log.c
 fuzz_init_daemon = $(FUZZ_DAEMON)/init_negotiate.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/config_check.c $(FUZZ_DAEMON)/log.c
 fuzz_gen_daemon = $(FUZZ_DAEMON)/decode.c $(FUZZ_DAEMON)/config.c $(FUZZ_DAEMON)/log.c
 
