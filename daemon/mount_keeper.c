@@ -71,8 +71,9 @@ static int keeper_send(int sock, int fd, const char *failure)
 }
 
 /*
- * After the daemon, as its user: a mount it left dead (ENOTCONN; served by
- * a successor, or gone, it opens) detached as fusermount3 would.  For an
+ * After the daemon, as its user: a mount it left dead (ENOTCONN, or
+ * ECONNREFUSED when it died before INIT; served by a successor, or gone,
+ * it opens) detached as fusermount3 would, which knows ENOTCONN alone.  For an
  * ordinary user's mount without allow_other, fusermount3 3.14 cannot tell:
  * it looks as root, whom the kernel refuses (EACCES; 3.15 looks again as
  * the owner).  And fusermount3 may look too early: the daemon's socket
@@ -90,7 +91,8 @@ static void keeper_unmount_dead(const char *mountpoint)
 	fd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0)
 		close(fd);
-	if (fd >= 0 || errno != ENOTCONN)
+	/* ECONNREFUSED: the connection ended before INIT was answered (7.3). */
+	if (fd >= 0 || (errno != ENOTCONN && errno != ECONNREFUSED))
 		return;
 	if (!posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ))
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
