@@ -170,44 +170,25 @@ static int caller_own_ids(const struct ufs_req *req)
 }
 
 /* What the status file says of a thread's own ids, before 6.13's PIDFD_GET_INFO. */
-struct own_ids_parse {
-	unsigned int uid, gid;
-	int found;		/* lines read of Uid:, Gid:, Kthread: */
-	bool kthread;
-};
-
-static int own_ids_line(struct own_ids_parse *p, const char *line)
-{
-	unsigned int r, e, s, f;
-
-	if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &f) == 4) {
-		p->uid = f;
-		p->found++;
-	} else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &s, &f) == 4) {
-		p->gid = f;
-		p->found++;
-	} else if (sscanf(line, "Kthread: %u", &f) == 1) {
-		p->kthread = f;
-		p->found++;
-	}
-	return p->found < 3;
-}
-
-static int status_own_ids(const struct ufs_req *req, struct own_ids_parse *p)
+/* The fourth id of the caller's "Uid:" status line, before 6.13's PIDFD_GET_INFO. */
+static int status_fsuid(const struct ufs_req *req, uint32_t *uid)
 {
 	char path[48], *line = NULL;
 	size_t cap = 0;
+	int ret = -ESRCH;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", req->in->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (getline(&line, &cap, f) > 0 && own_ids_line(p, line))
-		;
+	while (ret && getline(&line, &cap, f) > 0) {
+		if (!strncmp(line, "Uid:", 4))
+			ret = sscanf(line + 4, "%*u %*u %*u %u", uid) == 1 ? 0 : -EIO;
+	}
 	free(line);
 	fclose(f);
-	return p->found >= 2 ? 0 : -ESRCH;
+	return ret;
 }
 
 #define PF_IO_WORKER_FLAG 0x00000010	/* include/linux/sched.h: PF_IO_WORKER */
@@ -251,10 +232,9 @@ static int pidfd_ids(unsigned int tid, unsigned int flags, struct ufs_pidfd_info
 	return ret;
 }
 
-int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
+int ufs_caller_own_uid(const struct ufs_req *req, uint32_t *uid)
 {
 	struct ufs_pidfd_info info;
-	struct own_ids_parse p = { .found = 0 };
 	unsigned long flags = 0;
 	int ret;
 
@@ -275,21 +255,16 @@ int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid)
 		return -EPERM;	/* kthreadd's: nfsd acts with its client's credentials */
 	if (!ret) {
 		*uid = info.fsuid;
-		*gid = info.fsgid;
 		return 0;
 	}
 	if (ret != -EOPNOTSUPP && ret != -ENOTTY && ret != -EINVAL)
 		return ret;
 	/* A kernel before 6.13 (FUSE_ALLOW_IDMAP came in 6.12): the status file. */
-	ret = status_own_ids(req, &p);
-	if (ret)
-		return ret;
-	if (p.kthread || thread_flags(req->in->pid, &flags) ||
-	    (flags & (PF_IO_WORKER_FLAG | PF_KTHREAD_FLAG)))
-		return -EPERM;
-	*uid = p.uid;
-	*gid = p.gid;
-	return 0;
+	ret = status_fsuid(req, uid);
+	if (!ret && (thread_flags(req->in->pid, &flags) ||
+		     (flags & (PF_IO_WORKER_FLAG | PF_KTHREAD_FLAG))))
+		ret = -EPERM;
+	return ret;
 }
 
 /* The caller's effective capabilities by capget(2): 0, or a negative errno. */

@@ -40,15 +40,15 @@ bool ufs_caller_has_resource(const struct ufs_req *req);
 int ufs_caller_signalled(const struct ufs_req *req);
 
 /*
- * The calling thread's own fsuid and fsgid, for a request whose header
- * carries none: with FUSE_ALLOW_IDMAP the kernel sends FUSE_INVALID_UIDGID
- * in every request but the creating ones (fs/fuse/dev.c: fuse_get_req,
- * given invalid_mnt_idmap).  By PIDFD_GET_INFO (6.13), else the status
- * file.  Returns 0, or -errno: -ESRCH when there is no caller or it is
- * gone, -EPERM for a kernel thread (nfsd acts with its client's
- * credentials over its own, which would say root).  Like every read here,
- * it cannot see an override of a user thread's credentials (see caller.c).
+ * The calling thread's own fsuid, for a request whose header carries none:
+ * with FUSE_ALLOW_IDMAP the kernel sends FUSE_INVALID_UIDGID in every
+ * request but the creating ones (fs/fuse/dev.c: fuse_get_req, given
+ * invalid_mnt_idmap).  An io_uring worker's is its process's (the thread
+ * group's leader).  By PIDFD_GET_INFO (6.13), else the status file.
+ * Returns 0, or -errno: -ESRCH when there is no caller or it is gone,
+ * -EPERM for a kernel thread (nfsd acts with its client's credentials
+ * over its own, which would say root) or a worker before 6.13.
  */
-int ufs_caller_own_ids(const struct ufs_req *req, uint32_t *uid, uint32_t *gid);
+int ufs_caller_own_uid(const struct ufs_req *req, uint32_t *uid);
 
 #endif /* UFS_CALLER_H */

@@ -220,12 +220,10 @@ static bool is_export_lookup(const struct ufs_req *req)
  */
 static void caller_share(struct ufs_req *req)
 {
-	uint32_t gid;
-
 	req->caller_uid = req->in->uid;
 	if (req->in->uid == FUSE_INVALID_UIDGID &&
 	    (ufs_op_desc(req->in->opcode)->flags & UFS_OPF_CALLER) &&
-	    ufs_caller_own_ids(req, &req->caller_uid, &gid))
+	    ufs_caller_own_uid(req, &req->caller_uid))
 		req->caller_uid = FUSE_INVALID_UIDGID;
 }
 
